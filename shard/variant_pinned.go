@@ -1,0 +1,59 @@
+//go:build !race && !poolkit_nolinkname
+
+package shard
+
+import "github.com/poolkit/poolkit/internal/pin"
+
+// minShards is the smallest table: one stack per P is enough when P ids exist.
+const minShards = 1
+
+// guard is the per-stack exclusion. In this build pinning is the exclusion: only
+// the goroutine running on a P, while pinned, touches that P's stack, so guard
+// is empty and its methods compile away.
+type guard struct{}
+
+func (*guard) lock() bool { return true }
+func (*guard) unlock()    {}
+
+// word is an int owned by one P. The owner reads and writes it plainly while
+// pinned; Len and Stats read it from other goroutines without synchronisation.
+// That read is a benign race: a word-sized aligned value is never torn and the
+// Go memory model guarantees the reader sees some value that was written, so a
+// sum of words is a slightly stale approximation and is documented as such.
+// No decision is taken on it. (The race build makes word atomic.)
+type word struct{ v int }
+
+func (w *word) load() int   { return w.v }
+func (w *word) store(v int) { w.v = v }
+func (w *word) add(d int)   { w.v += d }
+
+// enter pins the caller to its P and returns the current table and the P's
+// stack and id. The caller must call leave. Between enter and leave the caller
+// runs leaf code only.
+func enter[S any](p *procs[S]) (*table[S], *S, int) {
+	pid := pin.Pin()
+	t := p.cur.Load()
+	if uint(pid) < uint(len(t.shards)) {
+		return t, t.shards[pid], pid
+	}
+	return enterSlow(p, pid)
+}
+
+// enterSlow grows the table for a P id beyond it (GOMAXPROCS grew), unpinned.
+func enterSlow[S any](p *procs[S], pid int) (*table[S], *S, int) {
+	for {
+		pin.Unpin()
+		p.grow(pid)
+		pid = pin.Pin()
+		t := p.cur.Load()
+		if uint(pid) < uint(len(t.shards)) {
+			return t, t.shards[pid], pid
+		}
+	}
+}
+
+// leave ends what enter started.
+func leave() { pin.Unpin() }
+
+// randomIDs reports whether stack ids are drawn at random (no P ids).
+const randomIDs = false

@@ -1,0 +1,39 @@
+//go:build race || poolkit_nolinkname
+
+package shard
+
+import "sync/atomic"
+
+// guard is a try-lock around one stack. It is used where pinning cannot be
+// relied on for exclusion: under the race detector (which cannot see it) and
+// without P ids (poolkit_nolinkname). It never blocks: a caller that finds it
+// taken treats the stack as full or empty, so no goroutine spins on a holder
+// that was preempted.
+type guard struct{ v atomic.Uint32 }
+
+func (g *guard) lock() bool { return g.v.CompareAndSwap(0, 1) }
+func (g *guard) unlock()    { g.v.Store(0) }
+
+// word is an int owned by the holder of a stack's guard; other goroutines read
+// it for Len and Stats. It is atomic in this build so that those reads are
+// synchronised.
+type word struct{ v atomic.Int64 }
+
+func (w *word) load() int   { return int(w.v.Load()) }
+func (w *word) store(v int) { w.v.Store(int64(v)) }
+func (w *word) add(d int)   { w.v.Add(int64(d)) }
+
+// enter returns the current table and the caller's stack and its id. It does
+// not pin: exclusion comes from the stack's guard.
+func enter[S any](p *procs[S]) (*table[S], *S, int) {
+	for {
+		t := p.cur.Load()
+		pid := procID(len(t.shards))
+		if pid < len(t.shards) {
+			return t, t.shards[pid], pid
+		}
+		p.grow(pid)
+	}
+}
+
+func leave() {}
