@@ -1,0 +1,31 @@
+// Package manager defines how a pool makes, checks and destroys its objects,
+// and provides stock managers.
+package manager
+
+import (
+	"context"
+	"time"
+)
+
+// Manager makes, checks and destroys the objects of one pool. A pool calls its
+// methods from several goroutines at once, never while holding a lock of its
+// own, and never for the same object concurrently.
+type Manager[T any] interface {
+	// Connect makes a new object. ctx bounds the attempt (the pool's connect
+	// timeout, and the pool's own lifetime); it is not the acquirer's context,
+	// so a connect outlives an acquirer that gave up.
+	Connect(ctx context.Context) (T, error)
+	// Recycle checks a used object before it is handed out again, under the
+	// acquirer's context. An error closes the object.
+	Recycle(ctx context.Context, obj T, m Metrics) error
+	// Close destroys the object. The pool calls it on a goroutine of its own,
+	// never on the caller's.
+	Close(obj T) error
+}
+
+// Metrics describes an object's use so far, for Recycle.
+type Metrics struct {
+	Created  time.Time // when Connect returned it
+	LastUsed time.Time // when it was last released
+	Uses     uint64    // how many times it has been handed out, this hand-out excluded
+}
