@@ -61,7 +61,12 @@ func (l *Local[T]) Depth() int { return l.depth }
 // Push puts v on the calling P's stack. It returns false, keeping nothing, if
 // that stack is full.
 func (l *Local[T]) Push(v T) bool {
-	t, s, _ := enter(&l.p)
+	t := l.p.cur.Load()
+	pid := begin(len(t.shards))
+	if uint(pid) >= uint(len(t.shards)) {
+		t, pid = l.p.enterSlow(pid)
+	}
+	s := t.shards[pid]
 	ok := false
 	if s.g.lock() {
 		if n := s.n.load(); n < len(s.slots) {
@@ -71,7 +76,7 @@ func (l *Local[T]) Push(v T) bool {
 		}
 		s.g.unlock()
 	}
-	leave()
+	end()
 	runtime.KeepAlive(t) // the table stays reachable until the stack is left: see Retire
 	return ok
 }
@@ -79,9 +84,14 @@ func (l *Local[T]) Push(v T) bool {
 // Pop takes the value most recently pushed on the calling P's stack. It returns
 // false if that stack is empty. Pop zeroes the slot it empties.
 func (l *Local[T]) Pop() (T, bool) {
-	t, s, pid := enter(&l.p)
+	t := l.p.cur.Load()
+	pid := begin(len(t.shards))
+	if uint(pid) >= uint(len(t.shards)) {
+		t, pid = l.p.enterSlow(pid)
+	}
+	s := t.shards[pid]
 	v, ok := s.pop()
-	leave()
+	end()
 	if !ok && randomIDs {
 		// Without P ids a goroutine has no stack of its own: look at the others.
 		for i := 1; i < len(t.shards) && !ok; i++ {
@@ -122,13 +132,12 @@ func (l *Local[T]) Len() int {
 // stacks are handed to the drop function (if any) from a runtime cleanup that
 // runs after the old table becomes unreachable.
 //
-// Why that cleanup cannot race an owner: every operation loads the table and
-// uses it only between enter and leave, and keeps it reachable until leave
-// (runtime.KeepAlive). In the default build that span is pinned, and a GC cycle
-// cannot finish (its mark termination stops the world) while a goroutine is
-// pinned, so the old table is found unreachable only after every operation that
-// could have loaded it has ended. In the synchronised builds the cleanup takes
-// each stack's guard as well.
+// Why that cleanup cannot race an owner: every operation loads the table once,
+// uses only that table, and keeps it reachable until the operation has ended
+// (runtime.KeepAlive after end). A cleanup runs only once its table is
+// unreachable, so only after every operation that loaded the old table has
+// ended; a value such a straggler pushed after Retire is found by the cleanup.
+// In the synchronised builds the cleanup takes each stack's guard as well.
 func (l *Local[T]) Retire() {
 	old := l.p.replace()
 	if l.drop == nil {

@@ -91,3 +91,37 @@ func (t *table[S]) markBusy(pid int) {
 		w.Or(bit)
 	}
 }
+
+// enter returns the current table and the caller's stack id in it, after
+// begin. The caller must call end. Callers inline this sequence by hand on
+// their fast paths (the compiler will not inline it with its slow branch):
+//
+//	t := p.cur.Load()
+//	pid := begin(len(t.shards))
+//	if uint(pid) >= uint(len(t.shards)) {
+//		t, pid = p.enterSlow(pid)
+//	}
+//
+// The table may be one that Retire has just replaced; whatever the caller
+// leaves in it reaches the retired table's cleanup (see Local.Retire).
+func (p *procs[S]) enter() (*table[S], int) {
+	t := p.cur.Load()
+	pid := begin(len(t.shards))
+	if uint(pid) >= uint(len(t.shards)) {
+		t, pid = p.enterSlow(pid)
+	}
+	return t, pid
+}
+
+// enterSlow handles a stack id beyond the table (GOMAXPROCS grew): it ends the
+// operation, grows the table unpinned, and begins again.
+func (p *procs[S]) enterSlow(pid int) (*table[S], int) {
+	for {
+		end()
+		p.grow(pid)
+		t := p.cur.Load()
+		if pid = begin(len(t.shards)); uint(pid) < uint(len(t.shards)) {
+			return t, pid
+		}
+	}
+}

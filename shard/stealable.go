@@ -63,7 +63,12 @@ func (s *Stealable[T]) Depth() int { return s.depth }
 // Push puts x, which must not be nil, on the calling P's stack. It returns
 // false, keeping nothing, if the stack is full.
 func (s *Stealable[T]) Push(x *T) bool {
-	t, sh, pid := enter(&s.p)
+	t := s.p.cur.Load()
+	pid := begin(len(t.shards))
+	if uint(pid) >= uint(len(t.shards)) {
+		t, pid = s.p.enterSlow(pid)
+	}
+	sh := t.shards[pid]
 	ok := false
 	if sh.g.lock() {
 		top := sh.top.load()
@@ -82,7 +87,7 @@ func (s *Stealable[T]) Push(x *T) bool {
 	if ok {
 		t.markBusy(pid)
 	}
-	leave()
+	end()
 	return ok
 }
 
@@ -101,7 +106,12 @@ func (sh *stealShard[T]) pushHole(x *T) bool {
 // stealer has taken. It returns nil if there is none (in the poolkit_nolinkname
 // build it then tries to steal, since a goroutine has no stack of its own).
 func (s *Stealable[T]) Pop() *T {
-	_, sh, _ := enter(&s.p)
+	t := s.p.cur.Load()
+	pid := begin(len(t.shards))
+	if uint(pid) >= uint(len(t.shards)) {
+		t, pid = s.p.enterSlow(pid)
+	}
+	sh := t.shards[pid]
 	var x *T
 	if sh.g.lock() {
 		top := sh.top.load()
@@ -119,7 +129,7 @@ func (s *Stealable[T]) Pop() *T {
 		}
 		sh.g.unlock()
 	}
-	leave()
+	end()
 	if x == nil && randomIDs {
 		return s.Steal()
 	}
@@ -136,12 +146,12 @@ func (s *Stealable[T]) Pop() *T {
 // second look sees the new value or the owner sees the cleared bit and sets it
 // again: a stack with values never stays unmarked.
 func (s *Stealable[T]) Steal() *T {
-	t, own, pid := enter(&s.p)
+	t, pid := s.p.enter()
 	x := steal(t, pid)
 	if x != nil {
-		own.steal.add(1) // the caller's own stack's counter: owner-only, like hits
+		t.shards[pid].steal.add(1) // the caller's own stack's counter: owner-only, like hits
 	}
-	leave()
+	end()
 	return x
 }
 

@@ -27,33 +27,12 @@ func (w *word) load() int   { return w.v }
 func (w *word) store(v int) { w.v = v }
 func (w *word) add(d int)   { w.v += d }
 
-// enter pins the caller to its P and returns the current table and the P's
-// stack and id. The caller must call leave. Between enter and leave the caller
-// runs leaf code only.
-func enter[S any](p *procs[S]) (*table[S], *S, int) {
-	pid := pin.Pin()
-	t := p.cur.Load()
-	if uint(pid) < uint(len(t.shards)) {
-		return t, t.shards[pid], pid
-	}
-	return enterSlow(p, pid)
-}
+// begin pins the caller to its P and returns the P's id; n (the table size)
+// is not needed here. Between begin and end the caller runs leaf code only.
+func begin(int) int { return pin.Pin() }
 
-// enterSlow grows the table for a P id beyond it (GOMAXPROCS grew), unpinned.
-func enterSlow[S any](p *procs[S], pid int) (*table[S], *S, int) {
-	for {
-		pin.Unpin()
-		p.grow(pid)
-		pid = pin.Pin()
-		t := p.cur.Load()
-		if uint(pid) < uint(len(t.shards)) {
-			return t, t.shards[pid], pid
-		}
-	}
-}
-
-// leave ends what enter started.
-func leave() { pin.Unpin() }
+// end ends what begin started.
+func end() { pin.Unpin() }
 
 // randomIDs reports whether stack ids are drawn at random (no P ids).
 const randomIDs = false

@@ -23,17 +23,8 @@ func (w *word) load() int   { return int(w.v.Load()) }
 func (w *word) store(v int) { w.v.Store(int64(v)) }
 func (w *word) add(d int)   { w.v.Add(int64(d)) }
 
-// enter returns the current table and the caller's stack and its id. It does
+// begin returns the id of the caller's stack in a table of n stacks. It does
 // not pin: exclusion comes from the stack's guard.
-func enter[S any](p *procs[S]) (*table[S], *S, int) {
-	for {
-		t := p.cur.Load()
-		pid := procID(len(t.shards))
-		if pid < len(t.shards) {
-			return t, t.shards[pid], pid
-		}
-		p.grow(pid)
-	}
-}
+func begin(n int) int { return procID(n) }
 
-func leave() {}
+func end() {}

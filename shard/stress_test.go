@@ -1,0 +1,186 @@
+package shard_test
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/poolkit/poolkit/shard"
+)
+
+// token is a value with an in-use flag: taking a token that is already taken
+// means one pointer was handed to two takers.
+type token struct{ inUse atomic.Bool }
+
+func take(t *testing.T, x *token) {
+	if !x.inUse.CompareAndSwap(false, true) {
+		t.Error("a pointer was handed to two takers")
+	}
+}
+
+func give(x *token) { x.inUse.Store(false) }
+
+// TestStealableStress runs owners and stealers together while GOMAXPROCS
+// changes, and checks that no pointer is held twice and none is lost.
+func TestStealableStress(t *testing.T) {
+	s := shard.NewStealable[token](4)
+	const tokens = 256
+	all := make([]token, tokens)
+	free := make(chan *token, tokens)
+	for i := range all {
+		free <- &all[i]
+	}
+	prev := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(prev)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var x *token
+				switch {
+				case i%3 == 0:
+					x = s.Steal()
+				default:
+					x = s.Pop()
+				}
+				if x == nil {
+					select {
+					case x = <-free:
+					default:
+						continue
+					}
+				}
+				take(t, x)
+				if g%4 == 0 {
+					runtime.Gosched()
+				}
+				give(x)
+				if !s.Push(x) {
+					free <- x
+				}
+			}
+		})
+	}
+	deadline := time.Now().Add(stressDuration())
+	for procs := 1; time.Now().Before(deadline); procs++ {
+		runtime.GOMAXPROCS(1 + procs%5) // 1..5: grows beyond the table and shrinks below it
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+
+	// Conservation: every token is in the free list or in a stack, once.
+	seen := map[*token]bool{}
+	for len(free) > 0 {
+		seen[<-free] = true
+	}
+	s.Drain(func(x *token) {
+		require.False(t, seen[x], "a token is both free and stacked")
+		seen[x] = true
+	})
+	require.Len(t, seen, tokens, "tokens were lost")
+	require.Equal(t, 0, s.Len())
+}
+
+// TestLocalStress pushes and pops from many goroutines while GOMAXPROCS
+// changes and the stacks are retired, checking that no value is popped twice.
+func TestLocalStress(t *testing.T) {
+	var dropped atomic.Int64
+	l := shard.NewLocal[*token](4, func(*token) { dropped.Add(1) })
+	prev := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(prev)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				x, ok := l.Pop()
+				if !ok {
+					x = new(token)
+				}
+				take(t, x)
+				give(x)
+				l.Push(x)
+			}
+		})
+	}
+	deadline := time.Now().Add(stressDuration())
+	for procs := 1; time.Now().Before(deadline); procs++ {
+		runtime.GOMAXPROCS(1 + procs%5)
+		if procs%3 == 0 {
+			l.Retire()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	require.LessOrEqual(t, l.Len(), l.Depth()*8, "never more than depth per allocated stack")
+}
+
+func TestLocalRetireDropsLeftovers(t *testing.T) {
+	var dropped atomic.Int64
+	l := shard.NewLocal[int](8, func(int) { dropped.Add(1) })
+	onOneP(t, func() {
+		for i := range 5 {
+			require.True(t, l.Push(i))
+		}
+	})
+	l.Retire()
+	require.Equal(t, 0, l.Len(), "a retired Local holds nothing")
+	_, ok := l.Pop()
+	require.False(t, ok)
+	for i := 0; i < 50 && dropped.Load() < 5; i++ {
+		runtime.GC()
+		time.Sleep(time.Millisecond) // cleanups run on their own goroutine
+	}
+	require.Equal(t, int64(5), dropped.Load(), "every retired value reaches drop")
+}
+
+func TestPopZeroesTheSlot(t *testing.T) {
+	// A popped value must become collectible: the slot is zeroed.
+	onOneP(t, func() {
+		l := shard.NewLocal[*[64]byte](4, nil)
+		s := shard.NewStealable[[64]byte](4)
+		var freed atomic.Int64
+		push := func() {
+			a, b := new([64]byte), new([64]byte)
+			runtime.AddCleanup(a, func(int) { freed.Add(1) }, 0)
+			runtime.AddCleanup(b, func(int) { freed.Add(1) }, 0)
+			l.Push(a)
+			s.Push(b)
+		}
+		push()
+		_, _ = l.Pop()
+		_ = s.Pop()
+		for i := 0; i < 50 && freed.Load() < 2; i++ {
+			runtime.GC()
+			time.Sleep(time.Millisecond)
+		}
+		require.Equal(t, int64(2), freed.Load())
+	})
+}
+
+// stressDuration is how long the stress tests run: long enough to interleave,
+// short enough for CI.
+func stressDuration() time.Duration {
+	if testing.Short() {
+		return 100 * time.Millisecond
+	}
+	return 500 * time.Millisecond
+}
