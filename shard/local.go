@@ -36,6 +36,7 @@ type localShard[T any] struct {
 	g     guard
 	n     word // number of values in slots[:n]
 	slots []T
+	hits  word // successful Pops
 	_     cacheline.Pad
 }
 
@@ -110,6 +111,7 @@ func (s *localShard[T]) pop() (v T, ok bool) {
 			var zero T
 			s.slots[n] = zero
 			s.n.store(n)
+			s.hits.add(1)
 		}
 		s.g.unlock()
 	}
@@ -125,6 +127,18 @@ func (l *Local[T]) Len() int {
 		n += s.n.load()
 	}
 	return n
+}
+
+// Stats returns the counters of the current stacks (Steals is always 0: a Local
+// cannot be stolen from). Each P's counters are read without stopping it, so
+// the sums may lag by the operations in flight (see word). Retire starts the
+// counts again from zero.
+func (l *Local[T]) Stats() Stats {
+	var st Stats
+	for _, s := range l.p.cur.Load().shards {
+		st.Hits += uint64(s.hits.load())
+	}
+	return st
 }
 
 // Retire empties every stack at once: it publishes a table of fresh, empty

@@ -38,6 +38,7 @@ func TestLocalIsLIFOUpToDepth(t *testing.T) {
 		_, ok := l.Pop()
 		require.False(t, ok)
 		require.Equal(t, 0, l.Len())
+		require.Equal(t, uint64(4), l.Stats().Hits, "every successful Pop is counted")
 	})
 }
 

@@ -219,9 +219,9 @@ func (s *Stealable[T]) Len() int {
 	return n
 }
 
-// Stats are cumulative counters of a Stealable, summed over every P.
+// Stats are cumulative counters of a Local or a Stealable, summed over every P.
 type Stats struct {
-	Hits   uint64 // Pops that found a pointer on the caller's own stack
+	Hits   uint64 // Pops that found a value on the caller's own stack
 	Steals uint64 // Steals that found a pointer
 }
 
