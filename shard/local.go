@@ -2,6 +2,7 @@ package shard
 
 import (
 	"runtime"
+	"sync/atomic"
 
 	"github.com/poolkit/poolkit/internal/cacheline"
 )
@@ -28,6 +29,8 @@ type Local[T any] struct {
 	p     procs[localShard[T]]
 	depth int
 	drop  func(T)
+	// retiredHits carries the hits of retired tables, so Stats never goes back.
+	retiredHits atomic.Uint64
 }
 
 // localShard is one P's stack. Only the goroutine running on that P (while
@@ -131,10 +134,10 @@ func (l *Local[T]) Len() int {
 
 // Stats returns the counters of the current stacks (Steals is always 0: a Local
 // cannot be stolen from). Each P's counters are read without stopping it, so
-// the sums may lag by the operations in flight (see word). Retire starts the
-// counts again from zero.
+// the sums may lag by the operations in flight (see word); hits a straggler
+// counts on a table after Retire has summed it are lost.
 func (l *Local[T]) Stats() Stats {
-	var st Stats
+	st := Stats{Hits: l.retiredHits.Load()}
 	for _, s := range l.p.cur.Load().shards {
 		st.Hits += uint64(s.hits.load())
 	}
@@ -154,6 +157,11 @@ func (l *Local[T]) Stats() Stats {
 // In the synchronised builds the cleanup takes each stack's guard as well.
 func (l *Local[T]) Retire() {
 	old := l.p.replace()
+	var hits uint64
+	for _, s := range old.shards {
+		hits += uint64(s.hits.load())
+	}
+	l.retiredHits.Add(hits)
 	if l.drop == nil {
 		return
 	}
