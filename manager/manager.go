@@ -1,5 +1,20 @@
 // Package manager defines how a pool makes, checks and destroys its objects,
 // and provides stock managers.
+//
+// A pool takes a Manager[T]. Two are provided:
+//
+//   - Funcs builds a Manager from up to three functions, for objects that
+//     need no type of their own; the missing ones default to "always
+//     reusable" and "nothing to close".
+//   - Dialer is a Manager[net.Conn] for TCP and Unix stream sockets: it dials
+//     with a net.Dialer (timeout, keep-alive, the context's deadline), checks
+//     before each reuse, without blocking or consuming anything, that the
+//     connection is open and has nothing unread (Recycle returns an error
+//     matching ErrNotReusable otherwise), and closes it.
+//
+// Every Manager, these included, must be safe for concurrent use: a pool
+// calls it from several goroutines at once, though never for the same
+// object concurrently.
 package manager
 
 import (

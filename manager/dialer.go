@@ -1,0 +1,124 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+)
+
+// ErrNotReusable is matched (with errors.Is) by every error Dialer.Recycle
+// returns. A connection the peer has closed also matches io.EOF; one that
+// failed with a socket error also matches that error (a syscall.Errno such as
+// ECONNRESET, or net.ErrClosed for a connection already closed locally).
+var ErrNotReusable = errors.New("manager: connection not reusable")
+
+// errNilConn is what Recycle returns for a nil conn.
+var errNilConn = fmt.Errorf("%w: nil connection", ErrNotReusable)
+
+// Dialer is a Manager for stream sockets: TCP ("tcp", "tcp4", "tcp6") and
+// Unix ("unix"). Connect dials with a net.Dialer, Recycle checks without
+// blocking that the connection is still open and has nothing unread, and
+// Close closes it.
+//
+// The zero Timeout and KeepAlive mean net.Dialer's defaults. The fields are
+// read, never written, by the methods; a Dialer is safe for concurrent use
+// as long as nobody changes its fields once a pool holds it. The pool never
+// calls Recycle or Close for the same connection concurrently.
+type Dialer struct {
+	// Network is "tcp", "tcp4", "tcp6" or "unix". Required.
+	Network string
+	// Address is what net.Dial takes for Network: "host:port", or a socket
+	// path. Required.
+	Address string
+	// Timeout bounds each dial, on top of the deadline of Connect's
+	// context, whichever comes first (net.Dialer.Timeout). Zero means no
+	// bound but the context's (and the operating system's); negative is
+	// invalid.
+	Timeout time.Duration
+	// KeepAlive is the TCP keep-alive period (net.Dialer.KeepAlive): zero
+	// means Go's default (enabled), negative disables keep-alives. Ignored
+	// for Unix sockets.
+	KeepAlive time.Duration
+}
+
+var _ Manager[net.Conn] = Dialer{}
+
+// validate reports the first bad field of d.
+func (d Dialer) validate() error {
+	switch d.Network {
+	case "tcp", "tcp4", "tcp6", "unix":
+	case "":
+		return errors.New("manager: Dialer.Network is empty")
+	default:
+		return fmt.Errorf("manager: Dialer.Network %q is not a stream socket network (want tcp, tcp4, tcp6 or unix)", d.Network)
+	}
+	if d.Address == "" {
+		return errors.New("manager: Dialer.Address is empty")
+	}
+	if d.Timeout < 0 {
+		return fmt.Errorf("manager: Dialer.Timeout %v is negative", d.Timeout)
+	}
+	return nil
+}
+
+// Connect dials d.Address; ctx bounds the dial (its deadline, together with
+// Timeout, and its cancellation). It returns an error naming the field if d
+// is invalid (see the fields), else net.Dialer.DialContext's result. A dial
+// error (a *net.OpError: errors.As finds it) is returned as is, except that a
+// dial that ran out of time, by Timeout or by ctx's deadline, returns an
+// error that always matches context.DeadlineExceeded (and is a net.Error
+// whose Timeout is true); net reports some of these as os.ErrDeadlineExceeded
+// alone. A dial cut short by ctx's cancellation matches context.Canceled.
+func (d Dialer) Connect(ctx context.Context) (net.Conn, error) {
+	if err := d.validate(); err != nil {
+		return nil, err
+	}
+	nd := net.Dialer{Timeout: d.Timeout, KeepAlive: d.KeepAlive}
+	conn, err := nd.DialContext(ctx, d.Network, d.Address)
+	if err != nil {
+		// Which of the socket's write deadline and the context's timer
+		// fires first decides whether net says os.ErrDeadlineExceeded or
+		// context.DeadlineExceeded; make it match the latter either way.
+		if errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: %w", err, context.DeadlineExceeded)
+		}
+		return nil, err
+	}
+	return conn, nil
+}
+
+// Recycle reports whether conn can be handed out again, without blocking and
+// without consuming anything: on Unix it peeks at one byte of the socket with
+// MSG_PEEK|MSG_DONTWAIT. A connection with nothing to read is reusable (nil).
+// One the peer has closed returns an error matching ErrNotReusable and
+// io.EOF; one with unread bytes (a reply nobody read: the protocol is out of
+// step) or a socket error (reset by the peer, closed locally) returns an
+// error matching ErrNotReusable. ctx and m are not consulted.
+//
+// Only a connection that implements syscall.Conn (as *net.TCPConn and
+// *net.UnixConn, which Connect returns, do) can be checked. Any other — a
+// *tls.Conn, net.Pipe, a wrapper — passes as reusable: its failure shows on
+// first use instead. (Peeking at the socket under a *tls.Conn would be wrong:
+// TLS 1.3 servers send session tickets that the client reads only on its
+// next Read, so a healthy connection would look out of step; and a check by a
+// read with a deadline would consume application data.) On platforms other
+// than Unix (and on AIX) every connection passes.
+//
+// A Recycle of a healthy *net.TCPConn or *net.UnixConn does not allocate.
+func (Dialer) Recycle(ctx context.Context, conn net.Conn, m Metrics) error {
+	if conn == nil {
+		return errNilConn
+	}
+	return peek(conn)
+}
+
+// Close closes conn. A nil conn is a no-op.
+func (Dialer) Close(conn net.Conn) error {
+	if conn == nil {
+		return nil
+	}
+	return conn.Close()
+}
