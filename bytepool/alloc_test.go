@@ -1,0 +1,55 @@
+package bytepool_test
+
+import (
+	"testing"
+
+	"github.com/poolkit/poolkit/bytepool"
+)
+
+func TestGetPutDoNotAllocate(t *testing.T) {
+	forEachAllocator(t, func(t *testing.T, a allocator) {
+		for _, kind := range []struct {
+			name string
+			ex   bytepool.ExchangeKind
+		}{{"Ring", bytepool.ExchangeRing}, {"Mutex", bytepool.ExchangeMutex}, {"None", bytepool.ExchangeNone}} {
+			t.Run("Exchange="+kind.name, func(t *testing.T) {
+				p := newPool(t, a, bytepool.Config{Exchange: kind.ex})
+				defer p.Trim()
+				for _, n := range []int{1, 100, 4 << 10, 64 << 10, 1 << 20, 4 << 20} {
+					p.Put(p.Get(n)) // warm: the class has a buffer
+					if allocs := testing.AllocsPerRun(1000, func() {
+						b := p.Get(n)
+						b[0] = 1
+						p.Put(b)
+					}); allocs != 0 {
+						t.Errorf("Get(%d)+Put: %v allocs/op, want 0", n, allocs)
+					}
+				}
+			})
+		}
+	})
+}
+
+func TestPutOfForeignSliceDoesNotAllocate(t *testing.T) {
+	p := newPool(t, allocator{}, bytepool.Config{})
+	foreign := make([]byte, 10, 5000)
+	if allocs := testing.AllocsPerRun(1000, func() {
+		p.Put(foreign)
+		_ = p.Get(4096)
+	}); allocs != 0 {
+		t.Errorf("Put(foreign)+Get: %v allocs/op, want 0", allocs)
+	}
+}
+
+func TestBufferWritesDoNotAllocateOnceWarm(t *testing.T) {
+	p := newPool(t, allocator{}, bytepool.Config{})
+	b := p.NewBuffer(0)
+	if allocs := testing.AllocsPerRun(100, func() {
+		for range 100 {
+			_, _ = b.WriteString("0123456789abcdef0123456789abcdef")
+		}
+		b.Release()
+	}); allocs != 0 {
+		t.Errorf("Buffer writes + Release: %v allocs/op, want 0", allocs)
+	}
+}

@@ -1,0 +1,382 @@
+package bytepool_test
+
+import (
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/poolkit/poolkit/bytepool"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// allocator is one row of the allocator table: every behaviour test runs
+// over each.
+type allocator struct {
+	name string
+	make func() bytepool.Allocator // nil: the default (Go heap)
+}
+
+func allocators() []allocator {
+	return append([]allocator{{name: "Heap"}}, platformAllocators()...)
+}
+
+// newPool returns a pool with cfg and the allocator a; it fails the test on
+// error.
+func newPool(t testing.TB, a allocator, cfg bytepool.Config) *bytepool.Pool {
+	t.Helper()
+	if a.make != nil {
+		cfg.Allocator = a.make()
+	}
+	p, err := bytepool.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func forEachAllocator(t *testing.T, f func(t *testing.T, a allocator)) {
+	for _, a := range allocators() {
+		t.Run("Alloc="+a.name, func(t *testing.T) { f(t, a) })
+	}
+}
+
+func TestNewRejectsBadConfigNamingTheField(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		cfg   bytepool.Config
+	}{
+		{"MinSize", bytepool.Config{MinSize: 100}},
+		{"MinSize", bytepool.Config{MinSize: -64}},
+		{"MaxSize", bytepool.Config{MaxSize: 3 << 20}},
+		{"MaxSize", bytepool.Config{MaxSize: 2 << 30}},
+		{"MaxSize", bytepool.Config{MinSize: 4096, MaxSize: 1024}},
+		{"Depth", bytepool.Config{Depth: -1}},
+		{"Depth", bytepool.Config{Depth: 1 << 20}},
+		{"ExchangeCapacity", bytepool.Config{ExchangeCapacity: -3}},
+		{"Exchange", bytepool.Config{Exchange: 7}},
+		{"MaxRetained", bytepool.Config{MaxRetained: -1}},
+	} {
+		_, err := bytepool.New(tc.cfg)
+		if !errors.Is(err, bytepool.ErrInvalidConfig) {
+			t.Errorf("%+v: err = %v, want ErrInvalidConfig", tc.cfg, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), "Config."+tc.field+" ") {
+			t.Errorf("%+v: err %q does not name %s", tc.cfg, err, tc.field)
+		}
+	}
+}
+
+func TestGetReturnsLenNAndClassCapacity(t *testing.T) {
+	forEachAllocator(t, func(t *testing.T, a allocator) {
+		p := newPool(t, a, bytepool.Config{MinSize: 64, MaxSize: 1 << 20})
+		for _, tc := range []struct{ n, cap int }{
+			{0, 64}, {1, 64}, {64, 64}, {65, 128}, {4096, 4096}, {4097, 8192},
+			{1 << 20, 1 << 20}, {1<<20 + 1, 1<<20 + 1},
+		} {
+			for range 3 { // fresh, then reused
+				b := p.Get(tc.n)
+				if len(b) != tc.n || cap(b) != tc.cap {
+					t.Fatalf("Get(%d): len %d cap %d, want len %d cap %d", tc.n, len(b), cap(b), tc.n, tc.cap)
+				}
+				p.Put(b)
+			}
+		}
+		p.Trim()
+	})
+}
+
+func TestGetNegativePanicsWithPrefix(t *testing.T) {
+	p := newPool(t, allocator{}, bytepool.Config{})
+	defer func() {
+		r := recover()
+		if s, ok := r.(string); !ok || !strings.HasPrefix(s, "bytepool: ") {
+			t.Fatalf("recover() = %v, want a bytepool: panic", r)
+		}
+	}()
+	p.Get(-1)
+}
+
+func TestPutNilDoesNothing(t *testing.T) {
+	p := newPool(t, allocator{}, bytepool.Config{})
+	p.Put(nil)
+	p.Put([]byte{})
+	if s := p.Stats(); s.Drops != 0 || s.Retained != 0 {
+		t.Fatalf("after Put(nil): Drops %d Retained %d, want 0", s.Drops, s.Retained)
+	}
+}
+
+func TestPutFilesForeignSliceUnderLargestCoveredClass(t *testing.T) {
+	p := newPool(t, allocator{}, bytepool.Config{MinSize: 64, MaxSize: 4096, Exchange: bytepool.ExchangeMutex})
+	for _, tc := range []struct{ cap, class int }{
+		{64, 64}, {100, 64}, {127, 64}, {128, 128}, {5000, 4096}, {8191, 4096},
+	} {
+		p.Trim()
+		b := make([]byte, 3, tc.cap)
+		p.Put(b)
+		c := p.Stats().Classes
+		for _, cs := range c {
+			want := 0
+			if cs.Size == tc.class {
+				want = 1
+			}
+			if cs.Buffers != want {
+				t.Fatalf("Put(cap %d): class %d holds %d, want %d", tc.cap, cs.Size, cs.Buffers, want)
+			}
+		}
+		// The foreign slice comes back with the class capacity.
+		g := p.Get(tc.class)
+		if cap(g) != tc.class || &g[:1][0] != &b[:1][0] {
+			t.Fatalf("Get(%d) after Put(cap %d): cap %d, same array %v", tc.class, tc.cap, cap(g), &g[:1][0] == &b[:1][0])
+		}
+	}
+	// Too small or too large: dropped.
+	p.Trim()
+	p.Put(make([]byte, 10, 63))
+	p.Put(make([]byte, 0, 8192))
+	if s := p.Stats(); s.Retained != 0 || s.Drops != 2 {
+		t.Fatalf("Retained %d Drops %d, want 0 and 2", s.Retained, s.Drops)
+	}
+}
+
+func TestGetZeroedZeroesUpToCapacity(t *testing.T) {
+	p := newPool(t, allocator{}, bytepool.Config{})
+	for range 4 {
+		b := p.Get(1000)
+		for i := range b[:cap(b)] {
+			b[:cap(b)][i] = 0xAA
+		}
+		p.Put(b)
+		z := p.GetZeroed(700)
+		for i, v := range z[:cap(z)] {
+			if v != 0 {
+				t.Fatalf("GetZeroed: byte %d = %#x", i, v)
+			}
+		}
+		p.Put(z)
+	}
+}
+
+func TestZeroOnPutZeroesFiledBuffers(t *testing.T) {
+	forEachAllocator(t, func(t *testing.T, a allocator) {
+		p := newPool(t, a, bytepool.Config{ZeroOnPut: true, MinSize: 4096})
+		for range 4 {
+			b := p.Get(5000)
+			for i := range b[:cap(b)] {
+				b[:cap(b)][i] = 0x55
+			}
+			p.Put(b)
+			g := p.Get(5000)
+			for i, v := range g[:cap(g)] {
+				if v != 0 {
+					t.Fatalf("after ZeroOnPut: byte %d = %#x", i, v)
+				}
+			}
+			p.Put(g)
+		}
+		p.Trim()
+	})
+}
+
+func TestStatsCountEachLevel(t *testing.T) {
+	// ExchangeMutex: exact answers, so the counts below are deterministic.
+	p := newPool(t, allocator{}, bytepool.Config{Depth: 2, ExchangeCapacity: 2, Exchange: bytepool.ExchangeMutex})
+	runtime.LockOSThread() // keep the P (and so the per-P stack) most of the time
+	defer runtime.UnlockOSThread()
+	var bs [][]byte
+	for range 6 {
+		bs = append(bs, p.Get(1000))
+	}
+	for _, b := range bs {
+		p.Put(b)
+	}
+	s := p.Stats()
+	if s.Allocs != 6 || s.Gets != 6 || s.Parked > 2 {
+		t.Fatalf("Allocs %d Parked %d Gets %d, want 6 <=2 6", s.Allocs, s.Parked, s.Gets)
+	}
+	// 2 on this P's stack (if it did not migrate), 2 in the exchange, 2 dropped.
+	if s.Drops > 2 || s.Drops+uint64(s.Classes[4].Buffers) != 6 {
+		t.Fatalf("Drops %d, buffers %d, want at most 2 drops and 6 in all", s.Drops, s.Classes[4].Buffers)
+	}
+	if s.StealHits != 0 {
+		t.Fatalf("StealHits %d, want 0", s.StealHits)
+	}
+	for range 4 {
+		p.Put(p.Get(1000))
+	}
+	s = p.Stats()
+	if s.LocalHits+s.ExchangeHits != 4 || s.Gets != 10 {
+		t.Fatalf("LocalHits %d ExchangeHits %d Gets %d", s.LocalHits, s.ExchangeHits, s.Gets)
+	}
+	if s.Retained == 0 || s.Retained > s.MaxRetained {
+		t.Fatalf("Retained %d, MaxRetained %d", s.Retained, s.MaxRetained)
+	}
+	p.Put(p.Get(64 << 20)) // oversize: not pooled, dropped
+	if s := p.Stats(); s.Oversize != 1 {
+		t.Fatalf("Oversize %d, want 1", s.Oversize)
+	}
+}
+
+func TestTrimReleasesEverything(t *testing.T) {
+	forEachAllocator(t, func(t *testing.T, a allocator) {
+		p := newPool(t, a, bytepool.Config{MinSize: 4096, MaxSize: 1 << 20})
+		var bs [][]byte
+		for i := range 200 {
+			bs = append(bs, p.Get(4096<<(i%9)))
+		}
+		for _, b := range bs {
+			p.Put(b)
+		}
+		if p.Stats().Retained == 0 {
+			t.Fatal("nothing retained before Trim")
+		}
+		p.Trim()
+		if r := p.Stats().Retained; r != 0 {
+			t.Fatalf("Retained after Trim = %d, want 0", r)
+		}
+		waitReleased(t, p)
+	})
+}
+
+// waitReleased waits until the retired stacks' cleanups have released every
+// buffer (checked through the allocator when it can tell).
+func waitReleased(t *testing.T, p *bytepool.Pool) {
+	t.Helper()
+	m, ok := p.Allocator().(interface{ Mapped() int64 })
+	if !ok {
+		return
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for m.Mapped() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("still mapped after Trim: %d bytes", m.Mapped())
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestIdleMemoryIsReleasedAtGCCycles(t *testing.T) {
+	defer bytepool.SetCycleIdleFloor(0)()
+	p := newPool(t, allocator{}, bytepool.Config{IdleCycles: 2, IdleTimeout: -1})
+	var bs [][]byte
+	for range 50 {
+		bs = append(bs, p.Get(64<<10))
+	}
+	for _, b := range bs {
+		p.Put(b)
+	}
+	if p.Stats().Retained == 0 {
+		t.Fatal("nothing retained")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Stats().Retained != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Retained %d after %d GC ticks", p.Stats().Retained, p.Ticks())
+		}
+		waitTick(t, p)
+	}
+	if n := p.Ticks(); n < 2 {
+		t.Fatalf("released after %d ticks, want >= 2", n)
+	}
+}
+
+func TestReusedMemoryIsKeptAcrossGCCycles(t *testing.T) {
+	defer bytepool.SetCycleIdleFloor(0)()
+	p := newPool(t, allocator{}, bytepool.Config{IdleCycles: 2, IdleTimeout: -1, Exchange: bytepool.ExchangeNone})
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	p.Put(p.Get(4096))
+	for range 5 {
+		p.Put(p.Get(4096)) // a hit (when the goroutine stayed on its P)
+		waitTick(t, p)
+	}
+	s := p.Stats()
+	if s.LocalHits >= 5 && s.Retained == 0 {
+		t.Fatalf("a class reused every cycle was released (hits %d)", s.LocalHits)
+	}
+}
+
+func TestCycleRuleWaitsForTheIdleFloor(t *testing.T) {
+	// Many GC cycles in a row, well within the one-second floor, must not
+	// release a tier filled a moment ago.
+	p := newPool(t, allocator{}, bytepool.Config{IdleCycles: 1, IdleTimeout: -1})
+	p.Put(p.Get(4096))
+	for range 4 {
+		waitTick(t, p)
+	}
+	if p.Stats().Retained == 0 {
+		t.Fatal("released by the cycle rule before the idle floor")
+	}
+}
+
+func TestIdleTimeoutReleasesAtNextGC(t *testing.T) {
+	p := newPool(t, allocator{}, bytepool.Config{IdleCycles: -1, IdleTimeout: time.Nanosecond})
+	p.Put(p.Get(4096))
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Stats().Retained != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Retained %d after %d ticks", p.Stats().Retained, p.Ticks())
+		}
+		waitTick(t, p)
+	}
+}
+
+// waitTick runs GC cycles until the pool has observed one more tick.
+func waitTick(t *testing.T, p *bytepool.Pool) {
+	t.Helper()
+	n := p.Ticks()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Ticks() == n {
+		if time.Now().After(deadline) {
+			t.Fatal("no GC tick within 5s")
+		}
+		runtime.GC()
+		runtime.Gosched()
+	}
+}
+
+func TestUnreachablePoolStopsTicking(t *testing.T) {
+	// A pool that becomes garbage must not stay alive through its own
+	// trimming chain; with an allocator that owns memory, it is released.
+	forEachAllocator(t, func(t *testing.T, a allocator) {
+		p := newPool(t, a, bytepool.Config{MinSize: 4096})
+		p.Put(p.Get(8192))
+		mapped, _ := p.Allocator().(interface{ Mapped() int64 })
+		done := make(chan struct{})
+		runtime.AddCleanup(p, func(ch chan struct{}) { close(ch) }, done)
+		p = nil
+		deadline := time.After(5 * time.Second)
+		for {
+			runtime.GC()
+			select {
+			case <-done:
+				for mapped != nil && mapped.Mapped() != 0 {
+					select {
+					case <-deadline:
+						t.Fatalf("collected pool left %d bytes mapped", mapped.Mapped())
+					case <-time.After(time.Millisecond):
+						runtime.GC()
+					}
+				}
+				return
+			case <-deadline:
+				t.Fatal("pool never collected")
+			case <-time.After(time.Millisecond):
+			}
+		}
+	})
+}
+
+func TestDefaultPoolStartsNoGoroutine(t *testing.T) {
+	b := bytepool.Get(100)
+	bytepool.Put(b)
+	bytepool.Default().Trim()
+	runtime.GC()
+	goleak.VerifyNone(t)
+}

@@ -1,0 +1,185 @@
+package bytepool
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"time"
+
+	"github.com/poolkit/poolkit/shard"
+)
+
+// Defaults applied by New to the zero fields of a Config.
+const (
+	// DefaultMinSize is the smallest size class: 64 bytes, a small message.
+	DefaultMinSize = 64
+	// DefaultMaxSize is the largest size class: 16 MiB, a large frame.
+	// Get above it returns a plain allocation that is not pooled.
+	DefaultMaxSize = 16 << 20
+	// DefaultDepth is the number of buffers of one class one P may keep.
+	DefaultDepth = 8
+	// DefaultExchangeCapacity is the number of buffers of one class the
+	// shared exchange may keep.
+	DefaultExchangeCapacity = 256
+	// DefaultMaxRetained is the byte budget of a pool: 256 MiB.
+	DefaultMaxRetained = 256 << 20
+	// DefaultIdleTimeout is how long a tier of a class may go without reuse
+	// before the next GC cycle releases it.
+	DefaultIdleTimeout = time.Minute
+	// DefaultIdleCycles is the number of consecutive GC cycles a tier of a
+	// class may go without reuse before it is released.
+	DefaultIdleCycles = 2
+)
+
+// maxClassSize bounds Config.MaxSize.
+const maxClassSize = 1 << 30
+
+// ErrInvalidConfig is returned, wrapped with the name of the bad field, by New
+// when a Config is invalid.
+var ErrInvalidConfig = errors.New("invalid config")
+
+// ExchangeKind selects the shared reservoir each size class uses between the
+// per-P stacks and the allocator.
+type ExchangeKind int
+
+const (
+	// ExchangeRing is the lock-free bounded ring (exchange.Ring). Default.
+	ExchangeRing ExchangeKind = iota
+	// ExchangeMutex is the mutex-guarded ring (exchange.Mutex).
+	ExchangeMutex
+	// ExchangeNone switches the reservoir off: a buffer that does not fit on
+	// its P's stack is dropped.
+	ExchangeNone
+)
+
+// Config configures a Pool. The zero value is valid: every zero field takes
+// its default.
+type Config struct {
+	// MinSize is the smallest size class, a power of two. Get(n) for
+	// n <= MinSize returns a MinSize buffer; Put drops slices with a smaller
+	// capacity. Default DefaultMinSize.
+	MinSize int
+	// MaxSize is the largest size class, a power of two >= MinSize and
+	// <= 1 GiB. Get(n) for n > MaxSize returns a plain make([]byte, n) that
+	// is not pooled. Default DefaultMaxSize.
+	MaxSize int
+	// Depth is the most buffers of one class one P may keep, in
+	// [1, shard.MaxDepth]. The budget may lower it for large classes.
+	// Default DefaultDepth.
+	Depth int
+	// ExchangeCapacity is the most buffers of one class the shared exchange
+	// may keep. The budget may lower it for large classes, and it is rounded
+	// down to a power of two. Default DefaultExchangeCapacity. Ignored with
+	// ExchangeNone.
+	ExchangeCapacity int
+	// Exchange selects the shared reservoir. Default ExchangeRing.
+	Exchange ExchangeKind
+	// MaxRetained is the byte budget: the most bytes the pool keeps for
+	// reuse, counted in class sizes, for GOMAXPROCS as it was when New ran
+	// (see Pool for how it is split). Default DefaultMaxRetained.
+	MaxRetained int64
+	// IdleTimeout: a tier of a class (its per-P stacks, or its exchange)
+	// that has served no Get for this long is released at the next GC cycle.
+	// Default DefaultIdleTimeout; negative disables the time rule.
+	IdleTimeout time.Duration
+	// IdleCycles: a tier that has served no Get during this many consecutive
+	// GC cycles, and for at least one second (so that a burst of allocation
+	// that runs several cycles in a row does not empty a pool in use), is
+	// released. Default DefaultIdleCycles; negative disables the cycle rule.
+	IdleCycles int
+	// ZeroOnPut zeroes every buffer Put files for reuse (its whole class
+	// size), so no later Get sees what an earlier holder wrote. Buffers that
+	// are dropped are not zeroed.
+	ZeroOnPut bool
+	// Allocator makes and frees class buffers on the cold path. Default
+	// (nil): the Go heap.
+	Allocator Allocator
+}
+
+func invalid(field, format string, args ...any) error {
+	return fmt.Errorf("bytepool: Config.%s %s: %w", field, fmt.Sprintf(format, args...), ErrInvalidConfig)
+}
+
+func isPow2(n int) bool { return n > 0 && n&(n-1) == 0 }
+
+// withDefaults validates c and fills in its zero fields.
+func (c Config) withDefaults() (Config, error) {
+	if c.MinSize == 0 {
+		c.MinSize = DefaultMinSize
+	}
+	if c.MaxSize == 0 {
+		c.MaxSize = max(DefaultMaxSize, c.MinSize)
+	}
+	if c.Depth == 0 {
+		c.Depth = DefaultDepth
+	}
+	if c.ExchangeCapacity == 0 {
+		c.ExchangeCapacity = DefaultExchangeCapacity
+	}
+	if c.MaxRetained == 0 {
+		c.MaxRetained = DefaultMaxRetained
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.IdleCycles == 0 {
+		c.IdleCycles = DefaultIdleCycles
+	}
+	if c.Allocator == nil {
+		c.Allocator = Heap{}
+	}
+	switch {
+	case !isPow2(c.MinSize):
+		return c, invalid("MinSize", "%d is not a positive power of two", c.MinSize)
+	case !isPow2(c.MaxSize) || c.MaxSize > maxClassSize:
+		return c, invalid("MaxSize", "%d is not a power of two in [1, 1 GiB]", c.MaxSize)
+	case c.MaxSize < c.MinSize:
+		return c, invalid("MaxSize", "%d is below MinSize %d", c.MaxSize, c.MinSize)
+	case c.Depth < 1 || c.Depth > shard.MaxDepth:
+		return c, invalid("Depth", "%d is outside [1, %d]", c.Depth, shard.MaxDepth)
+	case c.ExchangeCapacity < 1 || c.ExchangeCapacity > 1<<20:
+		return c, invalid("ExchangeCapacity", "%d is outside [1, 1<<20]", c.ExchangeCapacity)
+	case c.Exchange < ExchangeRing || c.Exchange > ExchangeNone:
+		return c, invalid("Exchange", "%d is not an ExchangeKind", c.Exchange)
+	case c.MaxRetained < 0:
+		return c, invalid("MaxRetained", "%d is negative", c.MaxRetained)
+	}
+	return c, nil
+}
+
+// plan is the retention plan of one class: per-P depth (0: no per-P stacks)
+// and exchange capacity (0: no exchange).
+type plan struct {
+	size, depth, exCap int
+}
+
+// split divides the byte budget among the classes. Each class wants
+// (Depth×procs + ExchangeCapacity) buffers. Classes are served from the
+// smallest up, each getting at most an equal share of what is left, so what a
+// small class cannot use passes to the larger ones (water filling). A class's
+// buffers go to its per-P stacks first (up to Depth per P), the rest to its
+// exchange (rounded down to a power of two). The sum of
+// (depth×procs + exCap)×size over the classes never exceeds the budget.
+func split(c Config, procs int) []plan {
+	n := bits.Len(uint(c.MaxSize)) - bits.Len(uint(c.MinSize)) + 1
+	plans := make([]plan, n)
+	remaining := c.MaxRetained
+	exWant := c.ExchangeCapacity
+	if c.Exchange == ExchangeNone {
+		exWant = 0
+	}
+	for i := range plans {
+		size := c.MinSize << i
+		share := remaining / int64(n-i)
+		want := int64(c.Depth*procs+exWant) * int64(size)
+		slots := int(min(share, want) / int64(size))
+		depth := min(c.Depth, slots/procs)
+		exCap := 0
+		if left := min(exWant, slots-depth*procs); left > 0 {
+			exCap = 1 << (bits.Len(uint(left)) - 1)
+		}
+		plans[i] = plan{size: size, depth: depth, exCap: exCap}
+		remaining -= int64(depth*procs+exCap) * int64(size)
+	}
+	return plans
+}

@@ -1,0 +1,48 @@
+//go:build poolkitdebug
+
+package bytepool
+
+import (
+	"sync"
+	"unsafe"
+)
+
+// debugTracking reports whether the double-Put table is compiled in.
+const debugTracking = true
+
+// filed is the set of buffers sitting in some pool (filed by Put and not yet
+// handed out or dropped), keyed by the address of their first element. It is
+// keyed by address, not by slice, so that it keeps nothing alive; every path
+// that lets a filed buffer go (Get, drop, trim, a collected Pool) deletes its
+// entry first, so an address in the set is never reused by another array.
+var filed struct {
+	mu  sync.Mutex
+	set map[uintptr]struct{}
+}
+
+func key(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// debugOnPut panics if b is already filed: a second Put of a buffer before it
+// was handed out again. Foreign slices are simply filed.
+func debugOnPut(b []byte) {
+	k := key(b)
+	filed.mu.Lock()
+	if _, dup := filed.set[k]; dup {
+		filed.mu.Unlock()
+		panic("bytepool: Put of a buffer that is already in the pool (double Put, or Put after Put without a Get in between)")
+	}
+	if filed.set == nil {
+		filed.set = make(map[uintptr]struct{})
+	}
+	filed.set[k] = struct{}{}
+	filed.mu.Unlock()
+}
+
+func debugOnGet(b []byte) { debugForget(b) }
+
+func debugForget(b []byte) {
+	k := key(b)
+	filed.mu.Lock()
+	delete(filed.set, k)
+	filed.mu.Unlock()
+}

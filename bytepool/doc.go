@@ -1,0 +1,32 @@
+// Package bytepool is one pool for byte buffers of every size, from small
+// messages to multi-MiB frames, on the same per-P fast path as poolkit's
+// object pool.
+//
+// Buffers come in power-of-two size classes, from Config.MinSize (default
+// 64 B) to Config.MaxSize (default 16 MiB). Each class has one shard.Local
+// (owner-only per-P stacks) and one exchange (a shared bounded FIFO): Get
+// takes from the calling P's stack, then the exchange, then allocates; Put
+// files on the calling P's stack, then in the exchange, then drops. Neither
+// allocates: slices are stored as slice headers, not boxed in interfaces.
+//
+//	b := bytepool.Get(n) // len n, cap ≥ n; contents unspecified
+//	defer bytepool.Put(b) // b must not be used afterwards
+//
+// Retention is bounded (Config.Depth, Config.ExchangeCapacity,
+// Config.MaxRetained) and unused memory is released at GC cycles without a
+// goroutine (Config.IdleTimeout, Config.IdleCycles); Pool.Trim releases
+// everything. Buffer is a growable buffer drawing from a pool.
+//
+// # Security
+//
+// A reused buffer holds what its previous holder wrote. Callers that handle
+// secrets use Pool.GetZeroed, or Config.ZeroOnPut.
+//
+// # Debug builds
+//
+// Put accepts any slice, including slices the pool never gave out. Built with
+// the tag poolkitdebug, a second Put of the same buffer before a Get handed it
+// out again panics with a "bytepool: " message; the check keeps a table keyed
+// by the address of each filed buffer, under a mutex, and is not compiled
+// into other builds.
+package bytepool

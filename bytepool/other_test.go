@@ -1,0 +1,5 @@
+//go:build !linux
+
+package bytepool_test
+
+func platformAllocators() []allocator { return nil }

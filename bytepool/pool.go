@@ -1,0 +1,348 @@
+package bytepool
+
+import (
+	"math/bits"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/poolkit/poolkit/exchange"
+	"github.com/poolkit/poolkit/internal/cacheline"
+	"github.com/poolkit/poolkit/shard"
+)
+
+// Pool keeps byte buffers of power-of-two size classes for reuse.
+//
+// Each class has per-P stacks (a shard.Local: owner-only, no atomic
+// read-modify-write on the fast path) and one shared exchange behind them.
+// Get takes from the calling P's stack, then from the exchange, then
+// allocates; Put files on the calling P's stack, then in the exchange, then
+// drops. A buffer left on another P's stack is out of reach (there is no
+// stealing level: see Stats.StealHits); the exchange is what moves buffers
+// between Ps.
+//
+// Retention is bounded by Config.Depth per P and class, the exchange capacity
+// per class and the byte budget Config.MaxRetained, split among the classes
+// by New (see Stats.MaxRetained). The per-P part is computed for GOMAXPROCS as
+// it was when New ran; if GOMAXPROCS grows later, the per-P stacks grow with
+// it and so does the bound. Retained memory that is not reused is released at
+// GC cycles (see Config.IdleTimeout and Config.IdleCycles) without any
+// goroutine of the pool's own; Trim releases everything at once.
+//
+// A Pool is safe for concurrent use by any number of goroutines. A Put
+// synchronizes before the Get that returns the same buffer. A Pool must not be
+// copied after first use.
+type Pool struct {
+	_ noCopy
+	// Read-only after New. hot holds what the fast path reads of each class,
+	// 16 bytes a class, so that indexing is a shift and all classes share a
+	// few cache lines; classes holds the rest.
+	hot       []hotClass
+	classes   []class
+	minSize   int
+	minShift  int // log2(minSize)
+	maxSize   int
+	zeroOnPut bool
+	alloc     Allocator
+	cfg       Config
+	procs     int
+
+	// Hits on the per-P stacks are counted by shard.Local itself, per P,
+	// inside the section it runs pinned (Local.Stats): the fast path pays no
+	// counter of its own. Puts filed on the per-P stacks are not counted.
+	// See docs/decisions/0005-bytepool.md.
+	//
+	// oversize counts Gets above maxSize; unfiled counts Puts of slices no
+	// class takes. Both are cold paths.
+	oversize atomic.Uint64
+	unfiled  atomic.Uint64
+	// trim is the state of GC-driven trimming; guarded by trimMu, which is
+	// never taken on the Get/Put path.
+	trimMu sync.Mutex
+	trim   []trimState
+	ticks  atomic.Uint64 // GC ticks observed; for tests
+}
+
+// hotClass is the part of a class the fast path reads. Read-only after New.
+type hotClass struct {
+	size  int
+	local *shard.Local[[]byte] // nil when the budget leaves no per-P depth
+}
+
+// class is one size class. Its counters are cold-path atomics on cache lines
+// of the class's own.
+type class struct {
+	size  int
+	depth int                  // per-P depth; 0 when local is nil
+	local *shard.Local[[]byte] // nil when the budget leaves no per-P depth
+	ex    exchange.Exchange[[]byte]
+	_     cacheline.Pad
+	// Updated off the fast path only.
+	exHits     atomic.Uint64 // Gets served by the exchange
+	parks      atomic.Uint64 // Puts filed in the exchange
+	allocs     atomic.Uint64 // Gets that allocated a class buffer
+	allocFails atomic.Uint64 // of those, allocator failures (fell back to make)
+	drops      atomic.Uint64 // Puts filed under this class but dropped (full)
+	released   atomic.Uint64 // buffers released by Trim or idle trimming
+	_          cacheline.Pad
+}
+
+// trimState is the GC-driven trimming state of one class. Guarded by
+// Pool.trimMu.
+type trimState struct {
+	localSeen, exSeen uint64    // hit counts at the previous tick
+	localIdle, exIdle int       // consecutive ticks without a hit
+	localUsed, exUsed time.Time // last tick that saw a hit
+}
+
+// New returns a Pool configured by cfg. It returns an error wrapping
+// ErrInvalidConfig, naming the field, iff a field is out of range.
+func New(cfg Config) (*Pool, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	procs := runtime.GOMAXPROCS(0)
+	plans := split(cfg, procs)
+	p := &Pool{
+		hot:       make([]hotClass, len(plans)),
+		classes:   make([]class, len(plans)),
+		minSize:   cfg.MinSize,
+		minShift:  bits.Len(uint(cfg.MinSize)) - 1,
+		maxSize:   cfg.MaxSize,
+		zeroOnPut: cfg.ZeroOnPut,
+		alloc:     cfg.Allocator,
+		cfg:       cfg,
+		procs:     procs,
+		trim:      make([]trimState, len(plans)),
+	}
+	now := time.Now()
+	alloc := cfg.Allocator
+	for i, pl := range plans {
+		cl := &p.classes[i]
+		cl.size, cl.depth = pl.size, pl.depth
+		if pl.depth > 0 {
+			// The drop function runs from a runtime cleanup for stacks that
+			// Retire discarded. It must not reach the Pool, or the Pool
+			// could never be collected: it holds the class and the
+			// allocator only.
+			cl.local = shard.NewLocal(pl.depth, func(b []byte) {
+				cl.released.Add(1)
+				debugForget(b)
+				release(alloc, b)
+			})
+		}
+		switch {
+		case pl.exCap == 0:
+			cl.ex = exchange.None[[]byte]{}
+		case cfg.Exchange == ExchangeMutex:
+			cl.ex = exchange.NewMutex[[]byte](pl.exCap)
+		default:
+			cl.ex = exchange.NewRing[[]byte](pl.exCap)
+		}
+		p.hot[i] = hotClass{size: cl.size, local: cl.local}
+		p.trim[i] = trimState{localUsed: now, exUsed: now}
+	}
+	if _, heap := alloc.(Heap); !heap || debugTracking {
+		// Buffers that are not the GC's (or that the debug table tracks)
+		// must be given back when the Pool is collected. The cleanup holds
+		// the classes, which do not reach the Pool.
+		runtime.AddCleanup(p, releaseAll, releaseArg{p.classes, alloc})
+	}
+	armTrim(p)
+	return p, nil
+}
+
+// Get returns a slice of length n and capacity at least n. For n <= MaxSize
+// the capacity is that of n's size class (the smallest power of two >= n and
+// >= MinSize) and the slice comes from the pool when one is free; above
+// MaxSize it is a plain make([]byte, n), not pooled.
+//
+// The contents of a reused buffer are unspecified: they are whatever its
+// previous holder left, up to its capacity. Use GetZeroed, or
+// Config.ZeroOnPut, where that matters. Get panics if n is negative.
+func (p *Pool) Get(n int) []byte {
+	if uint(n) > uint(p.maxSize) {
+		return p.getLarge(n)
+	}
+	k := p.classIndex(n)
+	if l := p.hot[k].local; l != nil {
+		if b, ok := l.Pop(); ok {
+			debugOnGet(b)
+			return b[:n]
+		}
+	}
+	return p.getSlow(&p.classes[k], n)
+}
+
+// classIndex returns the class of a Get(n), for 0 <= n <= maxSize.
+func (p *Pool) classIndex(n int) int {
+	if n <= p.minSize {
+		return 0
+	}
+	return bits.Len(uint(n-1)) - p.minShift
+}
+
+// GetZeroed is Get with every byte of the result zeroed, up to its capacity.
+func (p *Pool) GetZeroed(n int) []byte {
+	b := p.Get(n)
+	clear(b[:cap(b)])
+	return b
+}
+
+func (p *Pool) getLarge(n int) []byte {
+	if n < 0 {
+		panic("bytepool: Get: negative size")
+	}
+	p.oversize.Add(1)
+	return make([]byte, n)
+}
+
+func (p *Pool) getSlow(cl *class, n int) []byte {
+	if b, ok := cl.ex.Unpark(); ok {
+		cl.exHits.Add(1)
+		debugOnGet(b)
+		return b[:n]
+	}
+	cl.allocs.Add(1)
+	b, err := p.alloc.Allocate(cl.size)
+	if err != nil || len(b) != cl.size || cap(b) != cl.size {
+		if err == nil && b != nil && p.alloc.Owns(b) {
+			p.alloc.Free(b) // a misbehaving allocator: do not leak its memory
+		}
+		cl.allocFails.Add(1)
+		b = make([]byte, cl.size)
+	}
+	return b[:n]
+}
+
+// Put gives b back for reuse; neither b nor any slice of its array may be
+// used afterwards. Put(nil) does nothing.
+//
+// b is filed under the largest class its capacity covers, and re-sliced to
+// that class size; a slice whose capacity is below MinSize, or at least twice
+// MaxSize, is dropped. Slices the pool never gave out are accepted. When the
+// class is at its retention bound, b is dropped: left to the garbage
+// collector, or freed through the Allocator if it owns b.
+func (p *Pool) Put(b []byte) {
+	// Fast path: a buffer of exactly a class size (every buffer the pool
+	// allocated), no zeroing, no debug table. Everything else, nil included
+	// (k < 0), goes through putOther.
+	c := cap(b)
+	k := bits.Len(uint(c)) - 1 - p.minShift
+	if uint(k) >= uint(len(p.hot)) || c != p.hot[k].size || p.zeroOnPut || debugTracking {
+		p.putOther(b)
+		return
+	}
+	if l := p.hot[k].local; l != nil && l.Push(b) {
+		return
+	}
+	p.putSlow(&p.classes[k], b)
+}
+
+// putOther is Put for everything but the fast path: too small or too large
+// capacities, foreign capacities (re-sliced to their class), ZeroOnPut and the
+// debug table.
+func (p *Pool) putOther(b []byte) {
+	c := cap(b)
+	if c < p.minSize {
+		if c > 0 {
+			p.unfiled.Add(1)
+		}
+		return
+	}
+	k := bits.Len(uint(c)) - 1 - p.minShift
+	if k >= len(p.hot) {
+		if c/2 >= p.maxSize {
+			p.unfiled.Add(1)
+			release(p.alloc, b)
+			return
+		}
+		k = len(p.hot) - 1
+	}
+	h := &p.hot[k]
+	b = b[:0:h.size]
+	debugOnPut(b) // may panic; nothing is pinned here
+	if p.zeroOnPut {
+		clear(b[:h.size])
+	}
+	if h.local != nil && h.local.Push(b) {
+		return
+	}
+	p.putSlow(&p.classes[k], b)
+}
+
+func (p *Pool) putSlow(cl *class, b []byte) {
+	if cl.ex.Park(b) {
+		cl.parks.Add(1)
+		return
+	}
+	cl.drops.Add(1)
+	debugForget(b)
+	release(p.alloc, b)
+}
+
+// release gives a dropped buffer back to the allocator if it owns it.
+func release(a Allocator, b []byte) {
+	if a.Owns(b) {
+		a.Free(b)
+	}
+}
+
+// Trim releases every buffer the pool retains: it retires each class's per-P
+// stacks at once (their buffers are released from a runtime cleanup once no
+// goroutine can still be using them) and drains each exchange. Retained bytes
+// in Stats are zero afterwards, apart from Puts that run concurrently.
+func (p *Pool) Trim() {
+	p.trimMu.Lock()
+	defer p.trimMu.Unlock()
+	for i := range p.classes {
+		p.retireLocal(i)
+		p.drainExchange(i)
+	}
+}
+
+func (p *Pool) retireLocal(i int) {
+	if cl := &p.classes[i]; cl.local != nil {
+		cl.local.Retire()
+	}
+}
+
+func (p *Pool) drainExchange(i int) { drain(&p.classes[i], p.alloc) }
+
+func drain(cl *class, a Allocator) {
+	for {
+		b, ok := cl.ex.Unpark()
+		if !ok {
+			return
+		}
+		cl.released.Add(1)
+		debugForget(b)
+		release(a, b)
+	}
+}
+
+type releaseArg struct {
+	classes []class
+	alloc   Allocator
+}
+
+// releaseAll runs from a runtime cleanup once a Pool is unreachable: it gives
+// back everything the pool retained.
+func releaseAll(a releaseArg) {
+	for i := range a.classes {
+		cl := &a.classes[i]
+		if cl.local != nil {
+			cl.local.Retire()
+		}
+		drain(cl, a.alloc)
+	}
+}
+
+// noCopy may be embedded in structs that must not be copied after first use;
+// go vet's copylocks check reports copies.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
