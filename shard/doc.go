@@ -34,9 +34,12 @@
 //
 // # GOMAXPROCS changes
 //
-// The per-P table is sized from GOMAXPROCS and grows on a slow path (unpinned,
-// under a mutex) when a P id beyond it shows up, keeping every existing stack.
-// When GOMAXPROCS shrinks, stacks above the new limit are not lost: Stealable's
-// Steal, Drain and Len visit every allocated stack, and Local's Retire drops
-// them all.
+// Each kind sizes its per-P table from GOMAXPROCS and replaces it on a slow
+// path (unpinned, under a mutex) when a P id beyond it shows up. Stealable
+// keeps every existing stack in the bigger table; Local, whose stacks are laid
+// out by value for one pointer fewer on the fast path, retires the old table
+// exactly as Retire does (its values reach the drop function), as sync.Pool
+// drops its contents on such a change. When GOMAXPROCS shrinks, stacks above
+// the new limit are not lost: Stealable's Steal, Drain and Len visit every
+// allocated stack, and Local's Retire drops them all.
 package shard

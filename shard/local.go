@@ -2,6 +2,7 @@ package shard
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/poolkit/poolkit/internal/cacheline"
@@ -26,11 +27,20 @@ const MaxDepth = 1 << 12
 // A Local must not be copied after first use.
 type Local[T any] struct {
 	_     noCopy
-	p     procs[localShard[T]]
+	cur   atomic.Pointer[localTable[T]]
+	mu    sync.Mutex // serialises resize and Retire; never taken while pinned
 	depth int
 	drop  func(T)
 	// retiredHits carries the hits of retired tables, so Stats never goes back.
 	retiredHits atomic.Uint64
+}
+
+// localTable is one generation of a Local's stacks, one per P id. The stacks
+// are values, not pointers, so the fast path chases one pointer fewer; the
+// price is that a table cannot be grown in place: when GOMAXPROCS grows, a
+// bigger table replaces it exactly as Retire does (sync.Pool does the same).
+type localTable[T any] struct {
+	shards []localShard[T]
 }
 
 // localShard is one P's stack. Only the goroutine running on that P (while
@@ -38,25 +48,30 @@ type Local[T any] struct {
 type localShard[T any] struct {
 	g     guard
 	n     word // number of values in slots[:n]
-	slots []T
 	hits  word // successful Pops
+	slots []T
 	_     cacheline.Pad
 }
 
 // NewLocal returns a Local with stacks of the given depth. drop, if not nil, is
-// called for each value still held by stacks that Retire discarded; it runs on
-// a runtime cleanup goroutine, must not block for long, and is never called
-// while the caller of any Local method is pinned. NewLocal panics if depth is
-// outside [1, MaxDepth].
+// called for each value still held by stacks that Retire (or a GOMAXPROCS
+// increase) discarded; it runs on a runtime cleanup goroutine and must not
+// block for long. NewLocal panics if depth is outside [1, MaxDepth].
 func NewLocal[T any](depth int, drop func(T)) *Local[T] {
 	if depth < 1 || depth > MaxDepth {
 		panic("shard: depth must be in [1, MaxDepth]")
 	}
 	l := &Local[T]{depth: depth, drop: drop}
-	l.p.init(func() *localShard[T] {
-		return &localShard[T]{slots: make([]T, depth)}
-	}, false)
+	l.cur.Store(l.newTable(max(runtime.GOMAXPROCS(0), minShards)))
 	return l
+}
+
+func (l *Local[T]) newTable(n int) *localTable[T] {
+	t := &localTable[T]{shards: make([]localShard[T], n)}
+	for i := range t.shards {
+		t.shards[i].slots = make([]T, l.depth)
+	}
+	return t
 }
 
 // Depth returns the capacity of one per-P stack.
@@ -65,12 +80,12 @@ func (l *Local[T]) Depth() int { return l.depth }
 // Push puts v on the calling P's stack. It returns false, keeping nothing, if
 // that stack is full.
 func (l *Local[T]) Push(v T) bool {
-	t := l.p.cur.Load()
+	t := l.cur.Load()
 	pid := begin(len(t.shards))
 	if uint(pid) >= uint(len(t.shards)) {
-		t, pid = l.p.enterSlow(pid)
+		t, pid = l.enterSlow(pid)
 	}
-	s := t.shards[pid]
+	s := &t.shards[pid]
 	ok := false
 	if s.g.lock() {
 		if n := s.n.load(); n < len(s.slots) {
@@ -88,13 +103,12 @@ func (l *Local[T]) Push(v T) bool {
 // Pop takes the value most recently pushed on the calling P's stack. It returns
 // false if that stack is empty. Pop zeroes the slot it empties.
 func (l *Local[T]) Pop() (T, bool) {
-	t := l.p.cur.Load()
+	t := l.cur.Load()
 	pid := begin(len(t.shards))
 	if uint(pid) >= uint(len(t.shards)) {
-		t, pid = l.p.enterSlow(pid)
+		t, pid = l.enterSlow(pid)
 	}
-	s := t.shards[pid]
-	v, ok := s.pop()
+	v, ok := t.shards[pid].pop()
 	end()
 	if !ok && randomIDs {
 		// Without P ids a goroutine has no stack of its own: look at the others.
@@ -104,6 +118,20 @@ func (l *Local[T]) Pop() (T, bool) {
 	}
 	runtime.KeepAlive(t)
 	return v, ok
+}
+
+// enterSlow handles a stack id beyond the table (GOMAXPROCS grew): it ends the
+// operation, replaces the table with a big enough one, unpinned, and begins
+// again.
+func (l *Local[T]) enterSlow(pid int) (*localTable[T], int) {
+	for {
+		end()
+		l.replace(pid + 1)
+		t := l.cur.Load()
+		if pid = begin(len(t.shards)); uint(pid) < uint(len(t.shards)) {
+			return t, pid
+		}
+	}
 }
 
 func (s *localShard[T]) pop() (v T, ok bool) {
@@ -121,25 +149,27 @@ func (s *localShard[T]) pop() (v T, ok bool) {
 	return v, ok
 }
 
-// Len returns the number of values held, summed over every allocated stack. It
-// is approximate: each stack's count is read without stopping its owner (see
+// Len returns the number of values held, summed over every stack. It is
+// approximate: each stack's count is read without stopping its owner (see
 // word), so the sum may be off by the operations in flight. It never blocks.
 func (l *Local[T]) Len() int {
+	t := l.cur.Load()
 	n := 0
-	for _, s := range l.p.cur.Load().shards {
-		n += s.n.load()
+	for i := range t.shards {
+		n += t.shards[i].n.load()
 	}
 	return n
 }
 
-// Stats returns the counters of the current stacks (Steals is always 0: a Local
-// cannot be stolen from). Each P's counters are read without stopping it, so
-// the sums may lag by the operations in flight (see word); hits a straggler
-// counts on a table after Retire has summed it are lost.
+// Stats returns the counters (Steals is always 0: a Local cannot be stolen
+// from). Each P's counters are read without stopping it, so the sums may lag
+// by the operations in flight (see word); hits a straggler counts on a table
+// after Retire has summed it are lost.
 func (l *Local[T]) Stats() Stats {
 	st := Stats{Hits: l.retiredHits.Load()}
-	for _, s := range l.p.cur.Load().shards {
-		st.Hits += uint64(s.hits.load())
+	t := l.cur.Load()
+	for i := range t.shards {
+		st.Hits += uint64(t.shards[i].hits.load())
 	}
 	return st
 }
@@ -155,44 +185,51 @@ func (l *Local[T]) Stats() Stats {
 // unreachable, so only after every operation that loaded the old table has
 // ended; a value such a straggler pushed after Retire is found by the cleanup.
 // In the synchronised builds the cleanup takes each stack's guard as well.
-func (l *Local[T]) Retire() {
-	old := l.p.replace()
-	var hits uint64
-	for _, s := range old.shards {
-		hits += uint64(s.hits.load())
-	}
-	l.retiredHits.Add(hits)
-	if l.drop == nil {
+func (l *Local[T]) Retire() { l.replace(0) }
+
+// replace publishes a table of fresh stacks, at least n of them and no fewer
+// than before, and retires the old one (see Retire). It runs unpinned.
+func (l *Local[T]) replace(n int) {
+	l.mu.Lock()
+	old := l.cur.Load()
+	if n > 0 && n <= len(old.shards) {
+		l.mu.Unlock() // another goroutine grew it first
 		return
 	}
-	runtime.AddCleanup(old, drainRetired[T], retired[T]{old.shards, l.drop})
+	l.cur.Store(l.newTable(max(n, len(old.shards), runtime.GOMAXPROCS(0))))
+	l.mu.Unlock()
+
+	var hits uint64
+	for i := range old.shards {
+		hits += uint64(old.shards[i].hits.load())
+	}
+	l.retiredHits.Add(hits)
+	if l.drop != nil {
+		runtime.AddCleanup(old, drainRetired[T], retired[T]{old.shards, l.drop})
+	}
 }
 
 type retired[T any] struct {
-	shards []*localShard[T]
+	shards []localShard[T]
 	drop   func(T)
 }
 
 func drainRetired[T any](r retired[T]) {
-	for _, s := range r.shards {
-		for {
-			if !s.g.lock() {
-				// Only the synchronised builds can get here, and only while a
-				// straggler that loaded the old table still holds the guard.
-				runtime.Gosched()
-				continue
-			}
-			n := s.n.load()
-			for i := range n {
-				v := s.slots[i]
-				var zero T
-				s.slots[i] = zero
-				r.drop(v)
-			}
-			s.n.store(0)
-			s.g.unlock()
-			break
+	for i := range r.shards {
+		s := &r.shards[i]
+		for !s.g.lock() {
+			// Only the synchronised builds can get here, and only while a
+			// straggler that loaded the old table still holds the guard.
+			runtime.Gosched()
 		}
+		for j := range s.n.load() {
+			v := s.slots[j]
+			var zero T
+			s.slots[j] = zero
+			r.drop(v)
+		}
+		s.n.store(0)
+		s.g.unlock()
 	}
 }
 

@@ -65,20 +65,6 @@ func (p *procs[S]) grow(pid int) {
 	p.cur.Store(t)
 }
 
-// replace publishes a table of the same size with fresh stacks and returns the
-// old one. It runs unpinned.
-func (p *procs[S]) replace() *table[S] {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	old := p.cur.Load()
-	t := newTable[S](len(old.shards), p.withMask)
-	for i := range t.shards {
-		t.shards[i] = p.newShard()
-	}
-	p.cur.Store(t)
-	return old
-}
-
 // markBusy sets stack pid's occupancy bit unless it is set already. A plain load
 // first keeps the common case (bit already set) free of read-modify-writes and
 // of writes to the shared mask line.
