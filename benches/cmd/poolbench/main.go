@@ -1,0 +1,363 @@
+// Command poolbench compares poolkit with other pools, in one process, in
+// alternating rounds, and generates docs/BENCHMARKS.md from its results.
+//
+// Usage:
+//
+//	poolbench [flags]                 measure and print the tables
+//	poolbench report -in results.json write BENCHMARKS.md and its charts
+//
+// With no flags it runs a representative comparison in under a minute and
+// prints a text table. See -h for the flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/poolkit/poolkit/benches/internal/measure"
+	"github.com/poolkit/poolkit/benches/internal/report"
+	"github.com/poolkit/poolkit/benches/internal/results"
+	"github.com/poolkit/poolkit/benches/internal/workload"
+)
+
+// Exit statuses.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is poolbench with its arguments and outputs; it returns the exit
+// status: 0, 1 on failure, 2 for bad flags, 130 when Ctrl-C (or SIGTERM)
+// stopped a run, after printing what was measured so far.
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runContext(ctx, args, stdout, stderr)
+}
+
+// modes maps each -mode to the cases it runs; workers replaces the goroutine
+// sweeps when not 0.
+var modes = map[string]func(workers int) []workload.Case{
+	"default": defaultCases,
+	"hotpath": func(int) []workload.Case {
+		return slices.Concat(workload.PoolHotPath(), pick(workload.BytesHotPath(),
+			"Bytes/HotPath/Size=4KiB", "Bytes/HotPath/Size=64KiB", "Bytes/HotPath/Size=1MiB"))
+	},
+	"parallel": func(w int) []workload.Case {
+		return slices.Concat(workload.PoolParallel(w), workload.PoolTimeoutArmed(w), workload.BytesContention(w))
+	},
+	"realistic": func(w int) []workload.Case {
+		return slices.Concat(workload.BytesRealistic(w), workload.BytesSustained(w), workload.BytesFullOverwrite())
+	},
+	"mixed":    func(int) []workload.Case { return workload.BytesMixed() },
+	"burst":    func(int) []workload.Case { return workload.BytesBurst() },
+	"exchange": workload.PoolExchange,
+	"stats": func(w int) []workload.Case {
+		return slices.Concat(workload.PoolStatsOverhead(w), workload.BytesStatsOverhead(w))
+	},
+	"all": func(w int) []workload.Case { return slices.Concat(workload.PoolCases(w), workload.BytesCases(w)) },
+}
+
+const modeHelp = `
+  default    Pool/HotPath, Pool/Parallel at MaxSize 8, Bytes 64 KiB hot path, realistic and mixed
+  hotpath    Pool/HotPath; Bytes/HotPath at 4 KiB, 64 KiB, 1 MiB (all sizes with -mode=all)
+  parallel   Pool/Parallel, Pool/TimeoutArmed, Bytes/Contention
+  realistic  Bytes/Realistic, Bytes/Sustained, Bytes/FullOverwrite
+  mixed      Bytes/Mixed (round robin over 7 sizes; Zipf)
+  burst      Bytes/Burst (N × 64 KiB)
+  exchange   Pool/Exchange (poolkit's ring, mutex, none)
+  stats      Pool/StatsOverhead, Bytes/StatsOverhead
+  all        every group of the Go benchmarks`
+
+// modeNames lists the modes in the order the usage gives them.
+var modeNames = []string{"default", "hotpath", "parallel", "realistic", "mixed", "burst", "exchange", "stats", "all"}
+
+// defaultCases is the representative comparison: the object pool's hot
+// path and 4× GOMAXPROCS goroutines on a pool of 8, and 64 KiB buffers:
+// untouched, realistic on one and on many goroutines, and mixed sizes.
+func defaultCases(workers int) []workload.Case {
+	g := 4 * workload.Procs()
+	if workers > 0 {
+		g = workers
+	}
+	return slices.Concat(
+		workload.PoolHotPath(),
+		pick(workload.PoolParallel(g), fmt.Sprintf("Pool/Parallel/MaxSize=8/Goroutines=%d", g)),
+		pick(workload.BytesHotPath(), "Bytes/HotPath/Size=64KiB"),
+		pick(workload.BytesRealistic(g), "Bytes/Realistic/Size=64KiB/Goroutines=1", fmt.Sprintf("Bytes/Realistic/Size=64KiB/Goroutines=%d", g)),
+		pick(workload.BytesMixed(), "Bytes/Mixed/Sizes=RoundRobin"),
+	)
+}
+
+// pick returns the cases named names.
+func pick(cases []workload.Case, names ...string) []workload.Case {
+	var out []workload.Case
+	for _, c := range cases {
+		if slices.Contains(names, c.Name()) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// config is what the flags of a measuring run set.
+type config struct {
+	modes    []string
+	workers  int
+	ops      int64
+	duration time.Duration
+	rounds   int
+	output   string
+	out      string
+	note     string
+}
+
+// parse parses the flags of a measuring run. Errors are reported, with the
+// usage, on stderr.
+func parse(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("poolbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	mode := fs.String("mode", "default", "what to run, comma-separated: "+strings.Join(modeNames, "|")+modeHelp)
+	fs.IntVar(&c.workers, "workers", 0, "goroutines of the multi-goroutine cases, instead of their sweep (0: the sweep)")
+	fs.Int64Var(&c.ops, "ops", 0, "ops per contender per round, all goroutines together (0: run for -duration)")
+	fs.DurationVar(&c.duration, "duration", 100*time.Millisecond, "how long each contender runs per round, when -ops is 0")
+	fs.IntVar(&c.rounds, "rounds", 5, "rounds per case; each round runs every contender once")
+	fs.StringVar(&c.output, "output", "text", "output format: text|json|markdown")
+	fs.StringVar(&c.out, "o", "", "write the output to `FILE` instead of stdout")
+	fs.StringVar(&c.note, "note", "", "a note to keep in the results (and in the report)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage:
+  poolbench [flags]                     measure, print tables
+  poolbench report -in FILE [-docs DIR] write BENCHMARKS.md and charts from a results file
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	bad := func(format string, args ...any) (config, error) {
+		err := fmt.Errorf(format, args...)
+		fmt.Fprintf(stderr, "poolbench: %v\n", err)
+		fs.Usage()
+		return c, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q", fs.Arg(0))
+	}
+	for _, m := range strings.Split(*mode, ",") {
+		m = strings.TrimSpace(m)
+		if _, ok := modes[m]; !ok {
+			return bad("-mode: unknown mode %q (want %s)", m, strings.Join(modeNames, ", "))
+		}
+		if !slices.Contains(c.modes, m) {
+			c.modes = append(c.modes, m)
+		}
+	}
+	switch {
+	case c.workers < 0:
+		return bad("-workers must be >= 0, got %d", c.workers)
+	case c.ops < 0:
+		return bad("-ops must be >= 0, got %d", c.ops)
+	case c.ops == 0 && c.duration <= 0:
+		return bad("-duration must be > 0 when -ops is 0, got %v", c.duration)
+	case c.rounds < 1:
+		return bad("-rounds must be >= 1, got %d", c.rounds)
+	case !slices.Contains([]string{"text", "json", "markdown"}, c.output):
+		return bad("-output: unknown format %q (want text, json or markdown)", c.output)
+	}
+	return c, nil
+}
+
+// cases returns the cases of c's modes, each once.
+func (c config) cases() []workload.Case {
+	var out []workload.Case
+	seen := map[string]bool{}
+	for _, m := range c.modes {
+		for _, k := range modes[m](c.workers) {
+			if !seen[k.Name()] {
+				seen[k.Name()] = true
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// runContext is run under ctx, which Ctrl-C cancels.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "report" {
+		return runReport(args[1:], stderr)
+	}
+	c, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		return exitUsage
+	}
+	f := results.File{
+		Schema:  results.Schema,
+		Command: commandLine(args),
+		Note:    c.note,
+		Machine: results.ThisMachine(),
+		Settings: results.Settings{
+			Mode: strings.Join(c.modes, ","), Rounds: c.rounds, Ops: c.ops, Workers: c.workers,
+		},
+	}
+	if c.ops == 0 {
+		f.Settings.DurationNs = c.duration.Nanoseconds()
+	}
+	cases, err := measure.Run(ctx, c.cases(), measure.Options{
+		Rounds: c.rounds, Ops: c.ops, Duration: c.duration,
+		Progress: stderr, ProgressAfter: 3 * time.Second,
+	})
+	f.Cases = cases
+	code := exitOK
+	switch {
+	case errors.Is(err, measure.ErrInterrupted):
+		f.Interrupted = true
+		fmt.Fprintln(stderr, "poolbench: interrupted; printing what was measured so far")
+		code = exitInterrupted
+	case err != nil:
+		fmt.Fprintf(stderr, "poolbench: %v\n", err)
+		return exitFailed
+	}
+	if err := write(f, c, stdout); err != nil {
+		fmt.Fprintf(stderr, "poolbench: %v\n", err)
+		return exitFailed
+	}
+	return code
+}
+
+// commandLine is the invocation, quoted for a POSIX shell.
+func commandLine(args []string) string {
+	words := []string{"poolbench"}
+	for _, a := range args {
+		if a == "" || strings.IndexFunc(a, unsafe) >= 0 {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		words = append(words, a)
+	}
+	return strings.Join(words, " ")
+}
+
+// unsafe reports whether r needs quoting in a shell word.
+func unsafe(r rune) bool {
+	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=,:+@%", r))
+}
+
+// write prints f in c's format, to c's file or stdout.
+func write(f results.File, c config, stdout io.Writer) (err error) {
+	w := stdout
+	if c.out != "" {
+		file, err := os.Create(c.out)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := file.Close(); err == nil {
+				err = cerr
+			}
+		}()
+		w = file
+	}
+	switch c.output {
+	case "json":
+		return results.WriteJSON(w, f)
+	case "markdown":
+		return results.WriteMarkdown(w, f)
+	}
+	return results.WriteText(w, f)
+}
+
+// runReport is `poolbench report`.
+func runReport(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("poolbench report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	in := fs.String("in", "", "the results `FILE` (written by poolbench -output=json -o FILE); required")
+	docs := fs.String("docs", "", "the `DIR` that gets BENCHMARKS.md and benchmarks/*.svg (default: docs/ of the repository around the working directory)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage:\n  poolbench report -in FILE [-docs DIR]\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if *in == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "poolbench report: -in FILE is required, and nothing else")
+		fs.Usage()
+		return exitUsage
+	}
+	file, err := os.Open(*in)
+	if err != nil {
+		fmt.Fprintf(stderr, "poolbench report: %v\n", err)
+		return exitFailed
+	}
+	f, err := results.ReadJSON(file)
+	file.Close()
+	if err != nil {
+		fmt.Fprintf(stderr, "poolbench report: %s: %v\n", *in, err)
+		return exitFailed
+	}
+	dir, root := *docs, repoRoot()
+	if dir == "" {
+		dir = filepath.Join(root, "docs")
+	}
+	if err := report.Write(f, report.Options{Docs: dir, In: fromRoot(root, *in)}); err != nil {
+		fmt.Fprintf(stderr, "poolbench report: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintf(stderr, "poolbench report: wrote %s and %d charts in %s\n",
+		filepath.Join(dir, "BENCHMARKS.md"), len(f.Cases), filepath.Join(dir, report.ChartDir))
+	return exitOK
+}
+
+// repoRoot is the nearest directory at or above the working directory that
+// holds a go.work, or the working directory if none does.
+func repoRoot() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return wd
+		}
+	}
+}
+
+// fromRoot names path relative to root, with forward slashes, for the docs.
+func fromRoot(root, path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.ToSlash(path)
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(path)
+	}
+	return filepath.ToSlash(rel)
+}

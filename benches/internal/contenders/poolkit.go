@@ -1,0 +1,110 @@
+package contenders
+
+// The poolkit adapters, in one file: the pool and bytepool APIs are young,
+// and this is the only place that has to follow them.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/poolkit/poolkit/bytepool"
+	"github.com/poolkit/poolkit/manager"
+	"github.com/poolkit/poolkit/pool"
+)
+
+// poolkitConfig maps the benchmark's settings to pool.Config. With the
+// exchange off, every object must fit on the per-P stacks, so LocalDepth
+// rises to MaxSize / GOMAXPROCS (rounded up).
+func poolkitConfig(c PoolConfig, procs int) (pool.Config, error) {
+	cfg := pool.Config{MaxSize: c.MaxSize, AcquireTimeout: c.AcquireTimeout}
+	switch c.Exchange {
+	case "", "ring":
+		cfg.Exchange = pool.ExchangeRing
+	case "mutex":
+		cfg.Exchange = pool.ExchangeMutex
+	case "none":
+		cfg.Exchange = pool.ExchangeNone
+		cfg.LocalDepth = max(pool.DefaultLocalDepth, (c.MaxSize+procs-1)/procs)
+		cfg.LocalDepth = min(cfg.LocalDepth, c.MaxSize)
+	default:
+		return cfg, fmt.Errorf("contenders: unknown poolkit exchange %q", c.Exchange)
+	}
+	return cfg, nil
+}
+
+type poolkitPool struct{ p *pool.Pool[*Conn] }
+
+func newPoolkitPool(c PoolConfig) (Pool, error) {
+	cfg, err := poolkitConfig(c, gomaxprocs())
+	if err != nil {
+		return nil, err
+	}
+	m := manager.Funcs[*Conn]{ConnectFunc: func(context.Context) (*Conn, error) { return new(Conn), nil }}
+	p, err := pool.New[*Conn](m, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return poolkitPool{p}, nil
+}
+
+func (p poolkitPool) Cycle(ctx context.Context) error {
+	l, err := p.p.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	l.Value().Uses++
+	l.Release()
+	return nil
+}
+
+func (p poolkitPool) Holder(n int) Holder {
+	return &poolkitHolder{p: p.p, leases: make([]pool.Lease[*Conn], 0, n)}
+}
+
+func (p poolkitPool) Close() { _ = p.p.Close(context.Background()) }
+
+type poolkitHolder struct {
+	p      *pool.Pool[*Conn]
+	leases []pool.Lease[*Conn]
+}
+
+func (h *poolkitHolder) AcquireAll(ctx context.Context) error {
+	for len(h.leases) < cap(h.leases) {
+		l, err := h.p.Acquire(ctx)
+		if err != nil {
+			h.ReleaseAll()
+			return err
+		}
+		l.Value().Uses++
+		h.leases = append(h.leases, l)
+	}
+	return nil
+}
+
+func (h *poolkitHolder) ReleaseAll() {
+	for i, l := range h.leases {
+		l.Release()
+		h.leases[i] = pool.Lease[*Conn]{}
+	}
+	h.leases = h.leases[:0]
+}
+
+// ReadStats reads the pool's statistics (see StatsReader).
+func (p poolkitPool) ReadStats() { _ = p.p.Stats() }
+
+type poolkitBytes struct{ p *bytepool.Pool }
+
+func newPoolkitBytes(c BytesConfig) (Bytes, error) {
+	p, err := bytepool.New(bytepool.Config{Depth: c.Depth})
+	if err != nil {
+		return nil, err
+	}
+	return poolkitBytes{p}, nil
+}
+
+func (p poolkitBytes) Get(n int) Buf { return Buf{B: p.p.Get(n)} }
+func (p poolkitBytes) Put(b Buf)     { p.p.Put(b.B) }
+func (p poolkitBytes) Close()        { p.p.Trim() }
+
+// ReadStats reads the pool's statistics (see StatsReader).
+func (p poolkitBytes) ReadStats() { _ = p.p.Stats() }

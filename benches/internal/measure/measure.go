@@ -1,0 +1,277 @@
+// Package measure runs workload cases the way poolbench reports them: every
+// contender of a case in the same process, in alternating rounds (round r
+// runs each contender once, the order rotated by r), each measurement on a
+// fresh instance after a warm-up, with the allocations counted from
+// runtime.MemStats and the latency of every goroutine recorded in batches.
+package measure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/poolkit/poolkit/benches/internal/results"
+	"github.com/poolkit/poolkit/benches/internal/workload"
+)
+
+// Options say how long to measure.
+type Options struct {
+	// Rounds per case, ≥ 1.
+	Rounds int
+	// Ops is the number of ops per contender per round, split among its
+	// goroutines. 0: run for Duration instead. A case with OpsPerWorker
+	// runs that many per goroutine whatever Ops says.
+	Ops int64
+	// Duration is how long each contender runs per round when Ops is 0.
+	Duration time.Duration
+	// Progress, if not nil, receives a line per case and round once the run
+	// has lasted ProgressAfter.
+	Progress      io.Writer
+	ProgressAfter time.Duration
+}
+
+// BatchTarget is how long one timed batch of ops lasts at least: clock
+// readings (tens of ns) stay a few percent of it.
+const BatchTarget = 2 * time.Microsecond
+
+// maxBatch bounds the ops of one batch.
+const maxBatch = 1 << 16
+
+// ErrInterrupted is returned, with the results measured so far, when ctx is
+// cancelled during a run.
+var ErrInterrupted = errors.New("measure: interrupted")
+
+// Run measures every case and returns its results. If ctx is cancelled it
+// stops at once, drops the measurement in progress and returns the rounds
+// completed so far (cases without any are left out) with ErrInterrupted. Any
+// other error (a contender that cannot be set up) ends the run.
+func Run(ctx context.Context, cases []workload.Case, opt Options) ([]results.Case, error) {
+	if opt.Rounds < 1 {
+		return nil, fmt.Errorf("measure: Rounds must be >= 1, got %d", opt.Rounds)
+	}
+	if opt.Ops <= 0 && opt.Duration <= 0 {
+		return nil, errors.New("measure: one of Ops and Duration must be > 0")
+	}
+	began := time.Now()
+	var out []results.Case
+	for ci, c := range cases {
+		rc := results.Case{
+			Name: c.Name(), Group: c.Top + "/" + c.Group, Params: c.Params, Workers: c.Workers,
+			Unit: c.Unit, Baseline: c.Baseline, Latency: c.Latency,
+		}
+		for _, e := range c.Entries {
+			rc.Contenders = append(rc.Contenders, results.Contender{Name: e.Name, Key: e.Key})
+		}
+		keep := func() {
+			for _, k := range rc.Contenders {
+				if len(k.Rounds) > 0 {
+					out = append(out, rc)
+					return
+				}
+			}
+		}
+		for r := range opt.Rounds {
+			n := len(c.Entries)
+			for pos := range n {
+				j := (pos + r) % n
+				round, err := measureOne(ctx, c, c.Entries[j], opt)
+				if err != nil {
+					keep()
+					return out, err
+				}
+				round.Round, round.Position = r, pos
+				rc.Contenders[j].Rounds = append(rc.Contenders[j].Rounds, round)
+			}
+			if opt.Progress != nil && time.Since(began) >= opt.ProgressAfter {
+				fmt.Fprintf(opt.Progress, "poolbench: [case %d/%d, round %d/%d] %s (%s elapsed)\n",
+					ci+1, len(cases), r+1, opt.Rounds, c.Name(), time.Since(began).Round(time.Second))
+			}
+		}
+		keep()
+	}
+	return out, nil
+}
+
+// measureOne sets up a fresh instance of e, calibrates the batch size, warms
+// it up and measures one round.
+func measureOne(ctx context.Context, c workload.Case, e workload.Entry, opt Options) (results.Round, error) {
+	if ctx.Err() != nil {
+		return results.Round{}, ErrInterrupted
+	}
+	runtime.GC() // each contender starts from a collected heap
+	in, err := e.Setup()
+	if err != nil {
+		return results.Round{}, fmt.Errorf("%s %s: %w", c.Name(), e.Name, err)
+	}
+	defer in.Close()
+	ops := make([]workload.Op, c.Workers)
+	for i := range ops {
+		ops[i] = in.Worker(i)
+	}
+	batch := calibrate(ops[0])
+
+	quota := func(div int64) []int64 {
+		if c.OpsPerWorker == 0 && opt.Ops <= 0 {
+			return nil
+		}
+		q := make([]int64, len(ops))
+		for i := range q {
+			if c.OpsPerWorker > 0 {
+				q[i] = max(1, int64(c.OpsPerWorker)/div)
+			} else {
+				per := opt.Ops / int64(len(ops))
+				if int64(i) < opt.Ops%int64(len(ops)) {
+					per++
+				}
+				q[i] = max(1, per/div)
+			}
+		}
+		return q
+	}
+	warm := max(opt.Duration/10, time.Millisecond)
+	if _, err := drive(ctx, ops, quota(10), warm, batch, nil); err != nil {
+		return results.Round{}, err
+	}
+
+	var hs []*hist
+	if c.Latency {
+		hs = make([]*hist, len(ops))
+		for i := range hs {
+			hs[i] = new(hist)
+		}
+	}
+	d, err := drive(ctx, ops, quota(1), opt.Duration, batch, hs)
+	if err != nil {
+		return results.Round{}, err
+	}
+	round := results.Round{
+		Ops: d.ops, WallNs: d.wall.Nanoseconds(), Mallocs: d.mallocs, Bytes: d.bytes,
+		Errors: d.errs, Batch: batch, MinWorkerOps: d.minOps, MaxWorkerOps: d.maxOps,
+	}
+	if hs != nil {
+		round.Latency = worst(hs)
+	}
+	return round, nil
+}
+
+// calibrate runs op alone for about a millisecond (at least once) and
+// returns how many ops a batch of BatchTarget holds.
+func calibrate(op workload.Op) int {
+	t0 := time.Now()
+	n := 0
+	for {
+		_ = op()
+		n++
+		if el := time.Since(t0); el >= time.Millisecond || n >= 1<<20 {
+			per := max(el.Nanoseconds()/int64(n), 1)
+			return int(min(max(BatchTarget.Nanoseconds()/per, 1), maxBatch))
+		}
+	}
+}
+
+type driven struct {
+	wall           time.Duration
+	ops, errs      int64
+	minOps, maxOps int64
+	mallocs, bytes int64
+}
+
+// drive runs ops[i] on goroutine i, all released at once, in batches of
+// batch ops, until each has run quota[i] ops or, with no quota, until d has
+// passed. With hs, each batch's mean per-op time goes to hs[i]. It returns
+// ErrInterrupted, and nothing else, if ctx ends first.
+func drive(ctx context.Context, ops []workload.Op, quota []int64, d time.Duration, batch int, hs []*hist) (driven, error) {
+	var (
+		stop  atomic.Bool
+		start = make(chan struct{})
+		wg    sync.WaitGroup
+		done  = make([]int64, len(ops))
+		errs  atomic.Int64
+	)
+	for i, op := range ops {
+		var h *hist
+		if hs != nil {
+			h = hs[i]
+		}
+		var q int64
+		if quota != nil {
+			q = quota[i]
+		}
+		wg.Go(func() {
+			<-start
+			var n, bad int64
+			for !stop.Load() {
+				b := int64(batch)
+				if q > 0 {
+					if n >= q {
+						break
+					}
+					b = min(b, q-n)
+				}
+				t := time.Now()
+				for range b {
+					if op() != nil {
+						bad++
+					}
+				}
+				if h != nil {
+					h.record(uint64(time.Since(t).Nanoseconds()) / uint64(b))
+				}
+				n += b
+			}
+			done[i] = n
+			errs.Add(bad)
+		})
+	}
+	// Everything that allocates happens before the first MemStats reading.
+	unhook := context.AfterFunc(ctx, func() { stop.Store(true) })
+	defer unhook()
+	timer := time.AfterFunc(time.Hour, func() { stop.Store(true) })
+	timer.Stop()
+	defer timer.Stop()
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	t0 := time.Now()
+	if quota == nil {
+		timer.Reset(d)
+	}
+	close(start)
+	wg.Wait()
+	wall := time.Since(t0)
+	runtime.ReadMemStats(&after)
+	if ctx.Err() != nil {
+		return driven{}, ErrInterrupted
+	}
+	r := driven{
+		wall: wall, errs: errs.Load(), minOps: done[0], maxOps: done[0],
+		mallocs: int64(after.Mallocs - before.Mallocs),
+		bytes:   int64(after.TotalAlloc - before.TotalAlloc),
+	}
+	for _, n := range done {
+		r.ops += n
+		r.minOps, r.maxOps = min(r.minOps, n), max(r.maxOps, n)
+	}
+	return r, nil
+}
+
+// worst returns the distribution of the goroutine with the highest p99
+// (ties: the highest maximum).
+func worst(hs []*hist) *results.Latency {
+	var best *results.Latency
+	for i, h := range hs {
+		if h.n == 0 {
+			continue
+		}
+		l := results.Latency{Worker: i, P50: h.quantile(0.5), P99: h.quantile(0.99), P999: h.quantile(0.999), Max: h.quantile(1)}
+		if best == nil || l.P99 > best.P99 || (l.P99 == best.P99 && l.Max > best.Max) {
+			best = &l
+		}
+	}
+	return best
+}

@@ -1,0 +1,228 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteJSON writes f as indented JSON.
+func WriteJSON(w io.Writer, f File) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(f)
+}
+
+// ReadJSON reads a results file written by WriteJSON.
+func ReadJSON(r io.Reader) (File, error) {
+	var f File
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return f, fmt.Errorf("results: %w", err)
+	}
+	if f.Schema != Schema {
+		return f, fmt.Errorf("results: schema %d, want %d", f.Schema, Schema)
+	}
+	return f, nil
+}
+
+// Nanos formats a duration in nanoseconds with three significant figures:
+// "24.1 ns", "16.2 µs", "1.23 ms".
+func Nanos(ns float64) string {
+	switch {
+	case math.IsNaN(ns):
+		return "—"
+	case ns < 1e3:
+		return sig3(ns) + " ns"
+	case ns < 1e6:
+		return sig3(ns/1e3) + " µs"
+	case ns < 1e9:
+		return sig3(ns/1e6) + " ms"
+	}
+	return sig3(ns/1e9) + " s"
+}
+
+func sig3(x float64) string {
+	switch {
+	case x < 10:
+		return fmt.Sprintf("%.2f", x)
+	case x < 100:
+		return fmt.Sprintf("%.1f", x)
+	}
+	return fmt.Sprintf("%.0f", x)
+}
+
+// Rate formats ops per second: "41.3 M", "812 k".
+func Rate(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "—"
+	case x >= 1e9:
+		return sig3(x/1e9) + " G"
+	case x >= 1e6:
+		return sig3(x/1e6) + " M"
+	case x >= 1e3:
+		return sig3(x/1e3) + " k"
+	}
+	return sig3(x)
+}
+
+// Allocs formats allocations per op: "0", "1", "0.031".
+func Allocs(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "—"
+	case x == math.Trunc(x):
+		return fmt.Sprintf("%.0f", x)
+	case x < 0.001:
+		return "<0.001"
+	case x < 0.01:
+		return fmt.Sprintf("%.3f", x)
+	}
+	return fmt.Sprintf("%.2f", x)
+}
+
+// Comparison says how s compares with the baseline: "baseline",
+// "indistinguishable", "2.31× slower" or "3.10× faster".
+func Comparison(s Summary) string {
+	switch {
+	case s.Baseline:
+		return "baseline"
+	case math.IsNaN(s.Ratio):
+		return "—"
+	case s.Indistinguishable:
+		return "indistinguishable"
+	case s.Ratio >= 1:
+		return fmt.Sprintf("%s× slower", sig3(s.Ratio))
+	}
+	return fmt.Sprintf("%s× faster", sig3(1/s.Ratio))
+}
+
+// BestMedian formats "best (median)".
+func BestMedian(s Summary) string {
+	return fmt.Sprintf("%s (%s)", Nanos(s.Best), Nanos(s.Median))
+}
+
+// Row is one contender's cells, in the order of Header.
+func Row(c Case, s Summary) []string {
+	row := []string{s.Name, Rate(s.OpsPerSec), BestMedian(s), Allocs(s.AllocsPerOp)}
+	if c.Latency {
+		if l := s.Latency; l != nil {
+			row = append(row, Nanos(l.P50), Nanos(l.P99), Nanos(l.P999), Nanos(l.Max))
+		} else {
+			row = append(row, "—", "—", "—", "—")
+		}
+	}
+	cmp := Comparison(s)
+	if s.Errors > 0 {
+		cmp += fmt.Sprintf(" (%d ops failed)", s.Errors)
+	}
+	return append(row, cmp)
+}
+
+// Header names the columns of Row.
+func Header(c Case) []string {
+	h := []string{"contender", "ops/s", "ns/op best (median)", "allocs/op"}
+	if c.Latency {
+		h = append(h, "p50", "p99", "p99.9", "max")
+	}
+	return append(h, "vs "+c.Baseline)
+}
+
+// Describe is one line on how a case was run: "8 goroutines; one op = one
+// Acquire + Release; 5 rounds".
+func Describe(c Case) string {
+	g := "1 goroutine"
+	if c.Workers != 1 {
+		g = fmt.Sprintf("%d goroutines", c.Workers)
+	}
+	rounds := 0
+	for _, k := range c.Contenders {
+		rounds = max(rounds, len(k.Rounds))
+	}
+	s := fmt.Sprintf("%s; one op = %s; %d rounds", g, c.Unit, rounds)
+	if c.Latency {
+		s += "; latency of the worst goroutine"
+	}
+	return s
+}
+
+// WriteText writes f as plain-text tables, one per case.
+func WriteText(w io.Writer, f File) error {
+	m := f.Machine
+	fmt.Fprintf(w, "poolbench: %s, %d CPUs, GOMAXPROCS=%d, %s, %s, commit %s\n",
+		m.CPU, m.Cores, m.GOMAXPROCS, m.GoVersion, m.Kernel, short(m.Commit))
+	fmt.Fprintf(w, "%s\n", settingsLine(f.Settings))
+	for _, c := range f.Cases {
+		fmt.Fprintf(w, "\n%s\n  %s\n", c.Name, Describe(c))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "  %s\n", strings.Join(Header(c), "\t"))
+		for _, s := range c.Summaries() {
+			fmt.Fprintf(tw, "  %s\n", strings.Join(Row(c, s), "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if f.Interrupted {
+		fmt.Fprintf(w, "\ninterrupted: the tables hold the rounds completed before the stop\n")
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+// settingsLine describes the run's settings.
+func settingsLine(s Settings) string {
+	per := fmt.Sprintf("%v per contender per round", time.Duration(s.DurationNs))
+	if s.Ops > 0 {
+		per = fmt.Sprintf("%d ops per contender per round", s.Ops)
+	}
+	line := fmt.Sprintf("mode %s, %d rounds, %s", s.Mode, s.Rounds, per)
+	if s.Workers > 0 {
+		line += fmt.Sprintf(", %d goroutines", s.Workers)
+	}
+	return line
+}
+
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
+// WriteMarkdownTable writes c as a markdown table, one row per contender.
+func WriteMarkdownTable(w io.Writer, c Case) error {
+	h := Header(c)
+	fmt.Fprintf(w, "| %s |\n", strings.Join(h, " | "))
+	fmt.Fprintf(w, "|%s\n", strings.Repeat("---|", len(h)))
+	for _, s := range c.Summaries() {
+		if _, err := fmt.Fprintf(w, "| %s |\n", strings.Join(Row(c, s), " | ")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteMarkdown writes f as markdown: a heading and a table per case.
+func WriteMarkdown(w io.Writer, f File) error {
+	m := f.Machine
+	fmt.Fprintf(w, "# poolbench results\n\n%s, %d CPUs, GOMAXPROCS=%d, %s, %s, commit %s, %s.\n",
+		m.CPU, m.Cores, m.GOMAXPROCS, m.GoVersion, m.Kernel, short(m.Commit), m.Date)
+	fmt.Fprintf(w, "%s.\n", settingsLine(f.Settings))
+	for _, c := range f.Cases {
+		fmt.Fprintf(w, "\n## %s\n\n%s.\n\n", c.Name, Describe(c))
+		if err := WriteMarkdownTable(w, c); err != nil {
+			return err
+		}
+	}
+	if f.Interrupted {
+		fmt.Fprintf(w, "\n*Interrupted: the tables hold the rounds completed before the stop.*\n")
+	}
+	return nil
+}

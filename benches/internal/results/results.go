@@ -1,0 +1,233 @@
+// Package results holds what poolbench measures: the machine, the settings
+// and every round's raw numbers, in a form that round-trips through JSON, so
+// that every table and chart can be regenerated from a results file. It also
+// derives the summaries (best, median, ratio to the baseline,
+// "indistinguishable") and prints them as text, JSON or markdown.
+package results
+
+import (
+	"math"
+	"slices"
+	"sort"
+)
+
+// Schema is the version of the results file format.
+const Schema = 1
+
+// File is a results file: one run of poolbench.
+type File struct {
+	Schema  int    `json:"schema"`
+	Command string `json:"command"` // the poolbench invocation that measured it
+	Note    string `json:"note,omitempty"`
+	// Interrupted says that the run was stopped (Ctrl-C) before the end:
+	// the cases hold the rounds completed so far.
+	Interrupted bool     `json:"interrupted,omitempty"`
+	Machine     Machine  `json:"machine"`
+	Settings    Settings `json:"settings"`
+	Cases       []Case   `json:"cases"`
+}
+
+// Settings are the flags that shaped the run.
+type Settings struct {
+	Mode string `json:"mode"`
+	// Rounds is the number of rounds asked for; a case of an interrupted
+	// run may hold fewer.
+	Rounds int `json:"rounds"`
+	// Ops is the number of ops per contender per round, split among its
+	// goroutines; 0 when DurationNs decides.
+	Ops int64 `json:"ops,omitempty"`
+	// DurationNs is how long each contender runs per round when Ops is 0.
+	DurationNs int64 `json:"duration_ns,omitempty"`
+	// Workers replaced the goroutine sweeps when not 0.
+	Workers int `json:"workers,omitempty"`
+}
+
+// Case is one table: a workload with fixed parameters and its contenders.
+type Case struct {
+	Name     string `json:"name"`  // "Pool/Parallel/MaxSize=8/Goroutines=32"
+	Group    string `json:"group"` // "Pool/Parallel"
+	Params   string `json:"params,omitempty"`
+	Workers  int    `json:"workers"`
+	Unit     string `json:"unit"` // what one op is
+	Baseline string `json:"baseline"`
+	Latency  bool   `json:"latency,omitempty"`
+	// Contenders in the order of the first round.
+	Contenders []Contender `json:"contenders"`
+}
+
+// Contender is one entry of a case and its rounds.
+type Contender struct {
+	Name   string  `json:"name"`
+	Key    string  `json:"key"` // the Go benchmark's last name elements
+	Rounds []Round `json:"rounds"`
+}
+
+// Round is one measurement of one contender.
+type Round struct {
+	Round    int   `json:"round"`    // 0-based round number
+	Position int   `json:"position"` // 0-based place in the round's order
+	Ops      int64 `json:"ops"`      // ops run, all goroutines together
+	WallNs   int64 `json:"wall_ns"`  // from the start signal to the last goroutine's end
+	Mallocs  int64 `json:"mallocs"`  // runtime.MemStats.Mallocs delta over the round
+	Bytes    int64 `json:"bytes"`    // runtime.MemStats.TotalAlloc delta over the round
+	Errors   int64 `json:"errors,omitempty"`
+	// Batch is how many ops one clock reading timed.
+	Batch int `json:"batch"`
+	// MinWorkerOps and MaxWorkerOps are the ops of the least and most
+	// productive goroutine (equal with one goroutine, or with fixed ops).
+	MinWorkerOps int64 `json:"min_worker_ops"`
+	MaxWorkerOps int64 `json:"max_worker_ops"`
+	// Latency is the distribution of the worst goroutine; nil if the case
+	// does not record latency.
+	Latency *Latency `json:"latency,omitempty"`
+}
+
+// Latency is one goroutine's latency distribution, in nanoseconds per op.
+// Where an op is faster than a clock reading is worth, one sample is the
+// mean of a batch of ops (Round.Batch).
+type Latency struct {
+	Worker int     `json:"worker"`
+	P50    float64 `json:"p50_ns"`
+	P99    float64 `json:"p99_ns"`
+	P999   float64 `json:"p999_ns"`
+	Max    float64 `json:"max_ns"`
+}
+
+// NsPerOp is the wall time of the round divided by its ops: the inverse of
+// throughput, as go test -bench reports it.
+func (r Round) NsPerOp() float64 {
+	if r.Ops == 0 {
+		return math.NaN()
+	}
+	return float64(r.WallNs) / float64(r.Ops)
+}
+
+// AllocsPerOp is the round's heap allocations per op.
+func (r Round) AllocsPerOp() float64 {
+	if r.Ops == 0 {
+		return math.NaN()
+	}
+	return float64(r.Mallocs) / float64(r.Ops)
+}
+
+// Summary is what the tables show of one contender.
+type Summary struct {
+	Name              string
+	Rounds            int
+	Best              float64 // ns/op of the fastest round
+	Median            float64 // ns/op, median round
+	Slowest           float64 // ns/op of the slowest round
+	OpsPerSec         float64 // from the median round
+	AllocsPerOp       float64 // median over the rounds
+	Errors            int64   // over all rounds
+	Latency           *Latency
+	Baseline          bool
+	Ratio             float64 // Median / the baseline's Median; NaN without a baseline
+	Indistinguishable bool    // from the baseline (see Indistinguishable)
+}
+
+// Spread is the distance between the slowest and the fastest round.
+func (s Summary) Spread() float64 { return s.Slowest - s.Best }
+
+// Indistinguishable reports whether the difference between a and b is
+// smaller than the spread of the rounds: whether the best round of the
+// slower one lies within the range, best to slowest round, of the faster one.
+// Put another way, their ranges overlap; the charts show it as bars that
+// share some of their length.
+func Indistinguishable(a, b Summary) bool {
+	if a.Rounds == 0 || b.Rounds == 0 {
+		return false
+	}
+	if a.Best > b.Best {
+		a, b = b, a
+	}
+	return b.Best-a.Best <= a.Spread()
+}
+
+// Summarize derives a contender's summary from its rounds (without the
+// comparison with the baseline: see Case.Summaries).
+func Summarize(c Contender) Summary {
+	s := Summary{Name: c.Name, Rounds: len(c.Rounds), Ratio: math.NaN()}
+	if len(c.Rounds) == 0 {
+		s.Best, s.Median, s.Slowest, s.OpsPerSec, s.AllocsPerOp = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
+		return s
+	}
+	ns := make([]float64, 0, len(c.Rounds))
+	allocs := make([]float64, 0, len(c.Rounds))
+	var lats []Latency
+	for _, r := range c.Rounds {
+		ns = append(ns, r.NsPerOp())
+		allocs = append(allocs, r.AllocsPerOp())
+		s.Errors += r.Errors
+		if r.Latency != nil {
+			lats = append(lats, *r.Latency)
+		}
+	}
+	s.Best, s.Slowest = slices.Min(ns), slices.Max(ns)
+	s.Median = Median(ns)
+	s.OpsPerSec = 1e9 / s.Median
+	s.AllocsPerOp = Median(allocs)
+	if len(lats) > 0 {
+		s.Latency = medianLatency(lats)
+	}
+	return s
+}
+
+// medianLatency is the median over the rounds of each percentile of the
+// worst goroutine; Worker is that of the round with the median p99.
+func medianLatency(ls []Latency) *Latency {
+	pick := func(f func(Latency) float64) float64 {
+		xs := make([]float64, len(ls))
+		for i, l := range ls {
+			xs[i] = f(l)
+		}
+		return Median(xs)
+	}
+	sorted := slices.Clone(ls)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].P99 < sorted[j].P99 })
+	return &Latency{
+		Worker: sorted[len(sorted)/2].Worker,
+		P50:    pick(func(l Latency) float64 { return l.P50 }),
+		P99:    pick(func(l Latency) float64 { return l.P99 }),
+		P999:   pick(func(l Latency) float64 { return l.P999 }),
+		Max:    pick(func(l Latency) float64 { return l.Max }),
+	}
+}
+
+// Median returns the median of xs (the mean of the middle two for an even
+// count); NaN for none.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[m]
+	}
+	return (s[m-1] + s[m]) / 2
+}
+
+// Summaries returns the summary of every contender of c, compared with the
+// baseline.
+func (c Case) Summaries() []Summary {
+	out := make([]Summary, len(c.Contenders))
+	var base *Summary
+	for i, k := range c.Contenders {
+		out[i] = Summarize(k)
+		if k.Name == c.Baseline && out[i].Rounds > 0 {
+			base = &out[i]
+		}
+	}
+	for i := range out {
+		s := &out[i]
+		if base == nil || s.Rounds == 0 {
+			continue
+		}
+		s.Baseline = s.Name == c.Baseline
+		s.Ratio = s.Median / base.Median
+		s.Indistinguishable = !s.Baseline && Indistinguishable(*s, *base)
+	}
+	return out
+}

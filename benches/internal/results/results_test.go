@@ -1,0 +1,169 @@
+package results_test
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/poolkit/poolkit/benches/internal/results"
+)
+
+// rounds makes rounds of 1000 ops lasting ns[i] ns per op.
+func rounds(ns ...float64) []results.Round {
+	var rs []results.Round
+	for i, n := range ns {
+		rs = append(rs, results.Round{Round: i, Ops: 1000, WallNs: int64(n * 1000), Batch: 1, MinWorkerOps: 1000, MaxWorkerOps: 1000})
+	}
+	return rs
+}
+
+func sample() results.File {
+	lat := &results.Latency{Worker: 3, P50: 20, P99: 80, P999: 900, Max: 12000}
+	withLat := rounds(20, 22, 30)
+	for i := range withLat {
+		withLat[i].Latency = lat
+		withLat[i].Mallocs = 3
+	}
+	return results.File{
+		Schema:  results.Schema,
+		Command: "poolbench -mode=hotpath",
+		Machine: results.Machine{CPU: "Test CPU", Cores: 2, GOMAXPROCS: 2, GoVersion: "go1.26", OS: "linux", Arch: "amd64",
+			Kernel: "Linux 6.0", Date: "2026-01-02T03:04:05Z", Commit: "unknown"},
+		Settings: results.Settings{Mode: "hotpath", Rounds: 3, DurationNs: 1e8},
+		Cases: []results.Case{{
+			Name: "Pool/Parallel/MaxSize=8/Goroutines=8", Group: "Pool/Parallel", Params: "MaxSize=8/Goroutines=8",
+			Workers: 8, Unit: "one Acquire + Release", Baseline: "syncpool", Latency: true,
+			Contenders: []results.Contender{
+				{Name: "poolkit", Key: "Impl=poolkit", Rounds: withLat},
+				{Name: "puddle", Key: "Impl=puddle", Rounds: rounds(200, 190, 210)},
+				{Name: "syncpool", Key: "Impl=syncpool", Rounds: rounds(18, 19, 25)},
+			},
+		}},
+	}
+}
+
+func TestJSONRoundTripsIntoTheSameFile(t *testing.T) {
+	f := sample()
+	var b bytes.Buffer
+	require.NoError(t, results.WriteJSON(&b, f))
+	got, err := results.ReadJSON(&b)
+	require.NoError(t, err)
+	assert.Equal(t, f, got)
+}
+
+func TestReadJSONRejectsOtherSchemasAndUnknownFields(t *testing.T) {
+	_, err := results.ReadJSON(strings.NewReader(`{"schema": 99}`))
+	assert.ErrorContains(t, err, "schema 99")
+	_, err = results.ReadJSON(strings.NewReader(`{"schema": 1, "surprise": true}`))
+	assert.Error(t, err)
+}
+
+func TestSummarizeTakesBestMedianAndSlowest(t *testing.T) {
+	s := results.Summarize(sample().Cases[0].Contenders[0])
+	assert.Equal(t, 3, s.Rounds)
+	assert.InDelta(t, 20, s.Best, 1e-9)
+	assert.InDelta(t, 22, s.Median, 1e-9)
+	assert.InDelta(t, 30, s.Slowest, 1e-9)
+	assert.InDelta(t, 1e9/22, s.OpsPerSec, 1e-3)
+	assert.InDelta(t, 0.003, s.AllocsPerOp, 1e-12)
+	require.NotNil(t, s.Latency)
+	assert.Equal(t, 80.0, s.Latency.P99)
+}
+
+func TestMedianOfEvenCountIsTheMeanOfTheMiddleTwo(t *testing.T) {
+	assert.Equal(t, 2.5, results.Median([]float64{4, 1, 3, 2}))
+	assert.True(t, math.IsNaN(results.Median(nil)))
+}
+
+func TestIndistinguishableWhenTheDifferenceIsWithinTheSpread(t *testing.T) {
+	sum := func(ns ...float64) results.Summary {
+		return results.Summarize(results.Contender{Name: "x", Rounds: rounds(ns...)})
+	}
+	for _, tc := range []struct {
+		name string
+		a, b results.Summary
+		want bool
+	}{
+		{"overlapping ranges", sum(10, 12, 14), sum(13, 15, 16), true},
+		{"disjoint ranges", sum(10, 11, 12), sum(13, 14, 15), false},
+		{"a wide baseline does not swallow a far faster contender", sum(100, 1000, 5000), sum(10, 11, 12), false},
+		{"one equal round each", sum(10), sum(10), true},
+		{"one different round each", sum(10), sum(10.5), false},
+		{"touching ranges", sum(10, 12), sum(12, 13), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, results.Indistinguishable(tc.a, tc.b))
+			assert.Equal(t, tc.want, results.Indistinguishable(tc.b, tc.a), "symmetric")
+		})
+	}
+	assert.False(t, results.Indistinguishable(sum(), sum(10)), "no rounds: nothing to compare")
+}
+
+func TestSummariesCompareWithTheBaseline(t *testing.T) {
+	sums := sample().Cases[0].Summaries()
+	require.Len(t, sums, 3)
+	assert.True(t, sums[0].Indistinguishable, "poolkit 20..30 overlaps syncpool 18..25")
+	assert.False(t, sums[1].Indistinguishable)
+	assert.InDelta(t, 200.0/19, sums[1].Ratio, 1e-9)
+	assert.True(t, sums[2].Baseline)
+	assert.Equal(t, "indistinguishable", results.Comparison(sums[0]))
+	assert.Equal(t, "10.5× slower", results.Comparison(sums[1]))
+	assert.Equal(t, "baseline", results.Comparison(sums[2]))
+	assert.Equal(t, "2.00× faster", results.Comparison(results.Summary{Ratio: 0.5}))
+}
+
+func TestMarkdownTableHasTheHeaderAndOneRowPerContender(t *testing.T) {
+	c := sample().Cases[0]
+	var b strings.Builder
+	require.NoError(t, results.WriteMarkdownTable(&b, c))
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	require.Len(t, lines, 2+len(c.Contenders))
+	assert.Equal(t, "| contender | ops/s | ns/op best (median) | allocs/op | p50 | p99 | p99.9 | max | vs syncpool |", lines[0])
+	assert.Equal(t, "|---|---|---|---|---|---|---|---|---|", lines[1])
+	for i, k := range c.Contenders {
+		assert.True(t, strings.HasPrefix(lines[2+i], "| "+k.Name+" | "), lines[2+i])
+		assert.Equal(t, strings.Count(lines[0], "|"), strings.Count(lines[2+i], "|"), "same number of cells")
+	}
+	assert.Contains(t, lines[2], "| 20.0 ns (22.0 ns) |")
+	assert.Contains(t, lines[2], "| 900 ns | 12.0 µs |")
+
+	c.Latency = false
+	b.Reset()
+	require.NoError(t, results.WriteMarkdownTable(&b, c))
+	assert.True(t, strings.HasPrefix(b.String(), "| contender | ops/s | ns/op best (median) | allocs/op | vs syncpool |\n"))
+}
+
+func TestWriteMarkdownHasAHeadingPerCase(t *testing.T) {
+	var b strings.Builder
+	require.NoError(t, results.WriteMarkdown(&b, sample()))
+	assert.Contains(t, b.String(), "## Pool/Parallel/MaxSize=8/Goroutines=8\n")
+	assert.Contains(t, b.String(), "Test CPU")
+}
+
+func TestWriteTextPrintsTheMachineAndATablePerCase(t *testing.T) {
+	f := sample()
+	f.Interrupted = true
+	var b strings.Builder
+	require.NoError(t, results.WriteText(&b, f))
+	out := b.String()
+	for _, want := range []string{"Test CPU", "GOMAXPROCS=2", "Pool/Parallel/MaxSize=8/Goroutines=8",
+		"8 goroutines", "latency of the worst goroutine", "vs syncpool", "indistinguishable", "10.5× slower", "interrupted"} {
+		assert.Contains(t, out, want)
+	}
+}
+
+func TestFormats(t *testing.T) {
+	assert.Equal(t, "24.1 ns", results.Nanos(24.1))
+	assert.Equal(t, "1.50 µs", results.Nanos(1500))
+	assert.Equal(t, "2.71 ms", results.Nanos(2.71e6))
+	assert.Equal(t, "—", results.Nanos(math.NaN()))
+	assert.Equal(t, "41.3 M", results.Rate(41.3e6))
+	assert.Equal(t, "0", results.Allocs(0))
+	assert.Equal(t, "1", results.Allocs(1))
+	assert.Equal(t, "<0.001", results.Allocs(0.0001))
+	assert.Equal(t, "0.25", results.Allocs(0.25))
+}

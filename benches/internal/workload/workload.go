@@ -1,0 +1,129 @@
+// Package workload defines what the benchmarks run: cases (one workload with
+// fixed parameters) and, in each, the entries (contenders) that run it. The Go
+// benchmarks of package benches and the poolbench command build their runs
+// from the same Cases, so their names and their code are the same.
+package workload
+
+import (
+	"fmt"
+
+	"github.com/poolkit/poolkit/benches/internal/contenders"
+	"runtime"
+	"strings"
+)
+
+// Op is one operation of one goroutine. It reports a failure (an acquire
+// that timed out, say) as an error; the runners count them.
+type Op func() error
+
+// Instance is a contender set up for a case: Worker(i) returns the op of
+// goroutine i (each goroutine has its own state), and Close releases
+// everything, stopping any helper goroutine. Stats, if not nil, reads the
+// contender's statistics.
+type Instance struct {
+	Worker func(i int) Op
+	Close  func()
+	Stats  func()
+}
+
+// instance makes the Instance of a contender value v (a contenders.Pool or
+// contenders.Bytes) whose ops worker builds.
+func instance(v interface{ Close() }, worker func(i int) Op) Instance {
+	in := Instance{Worker: worker, Close: v.Close}
+	if r, ok := v.(contenders.StatsReader); ok {
+		in.Stats = r.ReadStats
+	}
+	return in
+}
+
+// Entry is one contender of a case.
+type Entry struct {
+	// Name identifies the entry in tables and charts: "poolkit", or
+	// "poolkit ring" where a case runs one contender several ways.
+	Name string
+	// Key is the last part of the Go benchmark name: "Impl=poolkit", or
+	// "Exchange=ring/Impl=poolkit".
+	Key string
+	// Setup makes a fresh instance.
+	Setup func() (Instance, error)
+}
+
+// Case is one workload with fixed parameters, run by each of its entries.
+type Case struct {
+	// Top is the Go benchmark function: "Pool" or "Bytes".
+	Top string
+	// Group is the benchmark group: "HotPath", "Parallel", …
+	Group string
+	// Params are the fixed parameters, benchmark-name style:
+	// "MaxSize=8/Goroutines=32"; "" for none.
+	Params string
+	// Workers is the number of goroutines that run the op at once.
+	Workers int
+	// OpsPerWorker, if not 0, fixes how many ops each goroutine runs in one
+	// go (Sustained: 10 000).
+	OpsPerWorker int
+	// Unit says what one op is.
+	Unit string
+	// Baseline is the Name of the entry the others are compared with.
+	Baseline string
+	// Latency says whether the latency distribution is worth reporting
+	// (several goroutines, or ops slow enough to vary).
+	Latency bool
+	Entries []Entry
+}
+
+// Name is the case's full name: "Pool/Parallel/MaxSize=8/Goroutines=32".
+func (c Case) Name() string {
+	n := c.Top + "/" + c.Group
+	if c.Params != "" {
+		n += "/" + c.Params
+	}
+	return n
+}
+
+// Sub is the case's name below its Go benchmark function:
+// "Parallel/MaxSize=8/Goroutines=32".
+func (c Case) Sub() string { return strings.TrimPrefix(c.Name(), c.Top+"/") }
+
+// Procs is GOMAXPROCS, as the goroutine counts of the cases scale with it.
+func Procs() int { return runtime.GOMAXPROCS(0) }
+
+// Sizes in bytes, for names.
+const (
+	KiB = 1 << 10
+	MiB = 1 << 20
+)
+
+// SizeName formats n as in the benchmark names: 4KiB, 1MiB, 512B.
+func SizeName(n int) string {
+	switch {
+	case n >= MiB && n%MiB == 0:
+		return fmt.Sprintf("%dMiB", n/MiB)
+	case n >= KiB && n%KiB == 0:
+		return fmt.Sprintf("%dKiB", n/KiB)
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// PoolCases returns every object-pool case, in the order of the issue:
+// HotPath, Parallel, TimeoutArmed, Exchange, StatsOverhead. workers, if not
+// 0, replaces the goroutine sweeps.
+func PoolCases(workers int) []Case {
+	return concat(PoolHotPath(), PoolParallel(workers), PoolTimeoutArmed(workers),
+		PoolExchange(workers), PoolStatsOverhead(workers))
+}
+
+// BytesCases returns every byte-pool case: HotPath, Realistic, Sustained,
+// Mixed, Burst, Contention, FullOverwrite, StatsOverhead.
+func BytesCases(workers int) []Case {
+	return concat(BytesHotPath(), BytesRealistic(workers), BytesSustained(workers), BytesMixed(),
+		BytesBurst(), BytesContention(workers), BytesFullOverwrite(), BytesStatsOverhead(workers))
+}
+
+func concat(lists ...[]Case) []Case {
+	var out []Case
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
