@@ -85,7 +85,12 @@ func (s *Stealable[T]) Push(x *T) bool {
 		sh.g.unlock()
 	}
 	if ok {
-		t.markBusy(pid)
+		// Mark the bit in the table published now, not in t: if a grow
+		// replaced t meanwhile, stealers look at the new table's bitmap, and
+		// the handshake of Steal needs both sides on the same word. (If the
+		// load still returns t, any later table was published after our
+		// slot store and starts with every bit set.)
+		s.p.cur.Load().markBusy(pid)
 	}
 	end()
 	return ok
