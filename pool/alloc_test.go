@@ -1,0 +1,38 @@
+package pool_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/poolkit/poolkit/pool"
+)
+
+// Acquire+Release of an idle object allocates nothing, with a cancellable
+// context (whose Done channel would be allocated by a ctx.Done() call) and
+// with expiry configured. It holds in the race and poolkit_nolinkname builds
+// too.
+func TestAcquireReleaseZeroAllocs(t *testing.T) {
+	for _, cfg := range []pool.Config{
+		{MaxSize: 4},
+		{MaxSize: 4, MaxIdleTime: 1 << 40, MaxLifetime: 1 << 40, MaxUses: 1 << 40, AcquireTimeout: 1 << 40},
+		{MaxSize: 4, Exchange: pool.ExchangeMutex, LocalDepth: 1},
+	} {
+		p := newPool(t, &fakeMgr{}, cfg)
+		ctx, cancel := context.WithCancel(context.Background())
+		acquire(t, p).Release()
+		allocs := testing.AllocsPerRun(1000, func() {
+			l, err := p.Acquire(ctx)
+			if err != nil {
+				panic(err)
+			}
+			_ = l.Value()
+			l.Release()
+		})
+		cancel()
+		require.Zero(t, allocs, "%+v", cfg)
+	}
+	_ = runtime.GOMAXPROCS(0)
+}

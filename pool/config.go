@@ -1,0 +1,117 @@
+package pool
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/poolkit/poolkit/shard"
+)
+
+// ExchangeKind selects the shared reservoir between the per-P stacks.
+type ExchangeKind int
+
+const (
+	// ExchangeRing is the lock-free bounded ring (exchange.Ring): the default.
+	ExchangeRing ExchangeKind = iota
+	// ExchangeMutex is the mutex-guarded circular buffer (exchange.Mutex).
+	ExchangeMutex
+	// ExchangeNone disables the reservoir: idle objects live on the per-P
+	// stacks only. New refuses it unless LocalDepth × GOMAXPROCS ≥ MaxSize.
+	ExchangeNone
+)
+
+// Defaults for the zero values of Config.
+const (
+	// DefaultConnectTimeout bounds one Manager.Connect when
+	// Config.ConnectTimeout is zero.
+	DefaultConnectTimeout = 10 * time.Second
+	// DefaultLocalDepth is the per-P depth when Config.LocalDepth is zero
+	// (capped at MaxSize).
+	DefaultLocalDepth = 4
+)
+
+// Config configures a Pool. Zero values mean the documented defaults; New
+// returns an error naming the field for any invalid value.
+type Config struct {
+	// MaxSize bounds live objects: idle + leased + being connected. Required,
+	// ≥ 1. It can be changed later with SetMaxSize.
+	MaxSize int
+	// MinIdle is the number of idle objects the maintainer keeps connected
+	// (within MaxSize), and the headroom it keeps above the recent peak of
+	// use when it shrinks the pool. 0 ≤ MinIdle ≤ MaxSize. Default 0.
+	MinIdle int
+	// MaxLifetime closes an object this long after it was connected, minus a
+	// jitter drawn once per object in [0, LifetimeJitter). 0: no limit.
+	MaxLifetime time.Duration
+	// LifetimeJitter spreads lifetimes so that objects made together do not
+	// expire together. 0 ≤ LifetimeJitter ≤ MaxLifetime.
+	LifetimeJitter time.Duration
+	// MaxIdleTime closes an object idle this long. 0: no limit. With it set,
+	// the maintainer also shrinks the pool toward the recent peak of use.
+	MaxIdleTime time.Duration
+	// MaxUses closes an object after it has been handed out this many times.
+	// 0: no limit.
+	MaxUses int
+	// AcquireTimeout bounds how long Acquire waits or connects; the earlier
+	// of it and the context's deadline applies. 0: only the context.
+	AcquireTimeout time.Duration
+	// ConnectTimeout bounds one Manager.Connect. 0: DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// MaxConnecting bounds concurrent Manager.Connect calls. 0: the default,
+	// min(MaxSize, max(2, 2×GOMAXPROCS at New)).
+	MaxConnecting int
+	// LocalDepth is the capacity of each per-P stack, 1 ≤ LocalDepth ≤
+	// MaxSize. 0: min(DefaultLocalDepth, MaxSize).
+	LocalDepth int
+	// Exchange selects the shared reservoir. Default ExchangeRing.
+	Exchange ExchangeKind
+}
+
+func invalid(format string, args ...any) error {
+	return &configError{msg: fmt.Sprintf("pool: Config."+format, args...)}
+}
+
+// normalize validates c and fills in the defaults.
+func (c Config) normalize() (Config, error) {
+	switch {
+	case c.MaxSize < 1:
+		return c, invalid("MaxSize must be >= 1, got %d", c.MaxSize)
+	case c.MinIdle < 0 || c.MinIdle > c.MaxSize:
+		return c, invalid("MinIdle must be in [0, MaxSize=%d], got %d", c.MaxSize, c.MinIdle)
+	case c.MaxLifetime < 0:
+		return c, invalid("MaxLifetime must be >= 0, got %v", c.MaxLifetime)
+	case c.LifetimeJitter < 0 || c.LifetimeJitter > c.MaxLifetime:
+		return c, invalid("LifetimeJitter must be in [0, MaxLifetime=%v], got %v", c.MaxLifetime, c.LifetimeJitter)
+	case c.MaxIdleTime < 0:
+		return c, invalid("MaxIdleTime must be >= 0, got %v", c.MaxIdleTime)
+	case c.MaxUses < 0:
+		return c, invalid("MaxUses must be >= 0, got %d", c.MaxUses)
+	case c.AcquireTimeout < 0:
+		return c, invalid("AcquireTimeout must be >= 0, got %v", c.AcquireTimeout)
+	case c.ConnectTimeout < 0:
+		return c, invalid("ConnectTimeout must be >= 0, got %v", c.ConnectTimeout)
+	case c.MaxConnecting < 0:
+		return c, invalid("MaxConnecting must be >= 0, got %d", c.MaxConnecting)
+	case c.LocalDepth < 0 || c.LocalDepth > c.MaxSize || c.LocalDepth > shard.MaxDepth:
+		return c, invalid("LocalDepth must be in [0, min(MaxSize=%d, %d)], got %d", c.MaxSize, shard.MaxDepth, c.LocalDepth)
+	case c.Exchange < ExchangeRing || c.Exchange > ExchangeNone:
+		return c, invalid("Exchange must be ExchangeRing, ExchangeMutex or ExchangeNone, got %d", int(c.Exchange))
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.MaxConnecting == 0 {
+		c.MaxConnecting = min(c.MaxSize, max(2, 2*runtime.GOMAXPROCS(0)))
+	}
+	if c.LocalDepth == 0 {
+		c.LocalDepth = min(DefaultLocalDepth, c.MaxSize)
+	}
+	if c.Exchange == ExchangeNone {
+		if procs := runtime.GOMAXPROCS(0); c.LocalDepth*procs < c.MaxSize {
+			return c, invalid("Exchange is ExchangeNone but LocalDepth(%d) × GOMAXPROCS(%d) < MaxSize(%d): the per-P stacks cannot hold every object",
+				c.LocalDepth, procs, c.MaxSize)
+		}
+	}
+	return c, nil
+}

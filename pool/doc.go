@@ -1,0 +1,54 @@
+// Package pool is a generic, typed pool of costly objects — network
+// connections above all — that must be owned by one user at a time. A
+// manager.Manager connects, recycles (checks) and closes the objects.
+//
+//	p, err := pool.New[*Conn](mgr, pool.Config{MaxSize: 16, MaxIdleTime: time.Minute})
+//	l, err := p.Acquire(ctx)
+//	use(l.Value())
+//	l.Release() // l and its copies must not be used afterwards
+//
+// # Acquire and Release
+//
+// Acquire takes, in order: an object from the calling P's stack (LIFO), from
+// the shared exchange, from another P's stack (steal); else it reserves a slot
+// under MaxSize and connects; else it waits in a FIFO queue. Whenever anyone
+// is waiting, a newcomer queues behind them. Every object handed out, by any
+// path, passes the expiry checks (lifetime with jitter drawn once per object,
+// idle time, uses, Reset) and, if it was used before, Manager.Recycle under
+// the acquirer's context; an object that fails is closed and the search goes
+// on.
+//
+// Release checks the object (expiry, the manager's optional ReleaseChecker),
+// then hands it straight to the oldest waiter, else pushes it on the calling
+// P's stack, else parks it in the exchange. Destroy closes it instead; Detach
+// gives it to the caller. Manager.Close always runs on one of the pool's
+// closer goroutines, never on the caller's.
+//
+// # Leases
+//
+// A Lease is a small value: the object's record and a generation. Ending a
+// lease (Release, Destroy, Detach) bumps the generation with one
+// compare-and-swap, so every later use of the lease or of any copy panics with
+// a "pool: " message, even after the object went to someone else, and two
+// copies ended concurrently cannot both return the object.
+//
+// # Time
+//
+// The hot path reads no clock and never calls ctx.Done(): a maintainer
+// goroutine publishes a coarse clock every tick (an eighth of the shortest of
+// MaxIdleTime and MaxLifetime, clamped to [1ms, 1s]; 1s if neither is set),
+// and the expiry checks and Metrics.LastUsed use it. Lifetimes and idle times
+// are therefore enforced to within about one tick.
+//
+// # Errors
+//
+// Acquire returns ErrClosed after Close; TryAcquire returns ErrExhausted when
+// nothing is idle. A wait or connect ended by a deadline (the context's or
+// Config.AcquireTimeout) returns an error matching both ErrTimeout and
+// context.DeadlineExceeded; a cancellation matches context.Canceled; both
+// also match the context's cause. A connect error is returned wrapped. New
+// returns errors matching ErrInvalidConfig that name the bad field.
+//
+// See docs/DESIGN.md in the repository for the wake-up protocol and the
+// invariants, and docs/decisions/0003 and 0004 for the measured choices.
+package pool

@@ -1,0 +1,25 @@
+package pool
+
+import "time"
+
+// AdvanceClock makes d pass at once on p's clock (coarse and precise).
+func (p *Pool[T]) AdvanceClock(d time.Duration) {
+	p.skew.Add(int64(d))
+	p.publishClock()
+}
+
+// LocalDepth returns the per-P depth in use.
+func (p *Pool[T]) LocalDepth() int { return p.local.Depth() }
+
+// ExchangeCap returns the capacity of the current exchange.
+func (p *Pool[T]) ExchangeCap() int { return p.xch.Load().x.Cap() }
+
+// Poke asks the maintainer for an early pass (a reap), asynchronously.
+func (p *Pool[T]) Poke() { p.poke() }
+
+// Reap runs a reaping pass on the caller's goroutine, with the given recent
+// peak of use.
+func (p *Pool[T]) Reap(peak int) { p.reap(peak) }
+
+// TickFor exposes the clock tick chosen for a Config.
+var TickFor = tickFor

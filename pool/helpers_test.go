@@ -1,0 +1,110 @@
+package pool_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/poolkit/poolkit/manager"
+	"github.com/poolkit/poolkit/pool"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// obj is a test object. inUse is set while a lease holds it: a second
+// holder is a failure of exclusive ownership.
+type obj struct {
+	id     int64
+	inUse  atomic.Bool
+	closed atomic.Bool
+}
+
+// fakeMgr is a Manager[*obj] whose faults tests switch on.
+type fakeMgr struct {
+	nextID   atomic.Int64
+	closes   atomic.Int64
+	recycles atomic.Int64
+	// Optional hooks; nil means success.
+	connect func(ctx context.Context) error
+	recycle func(ctx context.Context, o *obj, m manager.Metrics) error
+	close   func(o *obj)
+
+	mu       sync.Mutex
+	problems []string // invariant violations seen inside the manager
+}
+
+var errFake = errors.New("fake failure")
+
+func (f *fakeMgr) Connect(ctx context.Context) (*obj, error) {
+	if f.connect != nil {
+		if err := f.connect(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return &obj{id: f.nextID.Add(1)}, nil
+}
+
+func (f *fakeMgr) Recycle(ctx context.Context, o *obj, m manager.Metrics) error {
+	f.recycles.Add(1)
+	if o.closed.Load() {
+		f.problem("recycle of a closed object")
+	}
+	if f.recycle != nil {
+		return f.recycle(ctx, o, m)
+	}
+	return nil
+}
+
+func (f *fakeMgr) Close(o *obj) error {
+	if o.closed.Swap(true) {
+		f.problem("object closed twice")
+	}
+	if f.close != nil {
+		f.close(o)
+	}
+	f.closes.Add(1)
+	return nil
+}
+
+func (f *fakeMgr) problem(s string) {
+	f.mu.Lock()
+	f.problems = append(f.problems, s)
+	f.mu.Unlock()
+}
+
+func (f *fakeMgr) check(t *testing.T) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Empty(t, f.problems)
+}
+
+// newPool makes a pool and closes it (requiring nil) at the end of the test.
+func newPool(t *testing.T, m manager.Manager[*obj], cfg pool.Config) *pool.Pool[*obj] {
+	t.Helper()
+	p, err := pool.New(m, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, p.Close(ctx), "Close after the test")
+		if f, ok := m.(*fakeMgr); ok {
+			f.check(t)
+			require.Equal(t, f.nextID.Load(), f.closes.Load()+int64(p.Stats().Detached), "created == closed + detached after Close")
+		}
+	})
+	return p
+}
+
+func acquire(t *testing.T, p *pool.Pool[*obj]) pool.Lease[*obj] {
+	t.Helper()
+	l, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	return l
+}

@@ -1,0 +1,150 @@
+package pool
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// reapEvery is the number of clock ticks between two reaping passes.
+const reapEvery = 4
+
+// tickFor returns the maintainer's tick, which is also the resolution of the
+// coarse clock: an eighth of the shortest of MaxIdleTime and MaxLifetime,
+// clamped to [1ms, 1s]; 1s when neither is set.
+func tickFor(c Config) time.Duration {
+	var d time.Duration
+	for _, x := range []time.Duration{c.MaxIdleTime, c.MaxLifetime} {
+		if x > 0 && (d == 0 || x < d) {
+			d = x
+		}
+	}
+	if d == 0 {
+		return time.Second
+	}
+	return min(max(d/8, time.Millisecond), time.Second)
+}
+
+// peakTracker keeps the recent peak of objects in use (leased, connecting,
+// or wanted by waiters), sampled every tick over two half-windows of
+// MaxIdleTime. Owned by the maintainer goroutine.
+type peakTracker struct {
+	cur, prev int
+	started   time.Duration
+}
+
+func (t *peakTracker) sample(now time.Duration, inUse int, window time.Duration) {
+	if now-t.started >= window/2 {
+		t.prev, t.cur, t.started = t.cur, 0, now
+	}
+	t.cur = max(t.cur, inUse)
+}
+
+func (t *peakTracker) peak() int { return max(t.cur, t.prev) }
+
+// maintain is the pool's one maintainer goroutine: it advances the coarse
+// clock every tick, keeps MinIdle warm, and every reapEvery ticks (or when
+// poked by Reset or SetMaxSize) closes expired and surplus idle objects
+// wherever they sit. It exits when Close cancels the pool's context.
+func (p *Pool[T]) maintain() {
+	defer p.goExit()
+	tk := time.NewTicker(p.tick)
+	defer tk.Stop()
+	var peak peakTracker
+	timed := p.cfg.MaxIdleTime > 0 || p.cfg.MaxLifetime > 0
+	p.warm()
+	for ticks := 1; ; ticks++ {
+		poked := false
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-tk.C:
+		case <-p.kick:
+			poked = true
+		}
+		now := time.Duration(p.publishClock().ns)
+		if p.maxIdle > 0 {
+			inUse := int(p.live.Load()) - p.idleLen() + int(p.state.Load()&waiterMask)
+			peak.sample(now, inUse, p.cfg.MaxIdleTime)
+		}
+		if poked || (timed && ticks%reapEvery == 0) {
+			p.reap(peak.peak())
+		}
+		p.warm()
+	}
+}
+
+// idleLen is the approximate number of idle objects.
+func (p *Pool[T]) idleLen() int {
+	return p.local.Len() + p.xch.Load().x.Len() + int(p.spillN.Load())
+}
+
+// reap takes every idle object (every per-P stack, the exchange, the spill),
+// closes those past their lifetime or idle time or made before a Reset,
+// closes the surplus (above MaxSize after a shrink; above the recent peak of
+// use plus MinIdle when MaxIdleTime is set, least recently used first) and
+// gives the rest back. No lock is held while the Manager runs.
+func (p *Pool[T]) reap(peak int) {
+	var idle []*entry[T]
+	p.local.Drain(func(e *entry[T]) { idle = append(idle, e) })
+	b := p.xch.Load()
+	for n := b.x.Len(); n > 0; n-- {
+		e, ok := b.x.Unpark()
+		if !ok {
+			break
+		}
+		idle = append(idle, e)
+	}
+	p.spillMu.Lock()
+	idle = append(idle, p.spill...)
+	clear(p.spill)
+	p.spill = p.spill[:0]
+	p.spillN.Store(0)
+	p.spillMu.Unlock()
+
+	kept := idle[:0]
+	for _, e := range idle {
+		if r := p.expired(e, true); r != 0 {
+			p.discard(e, r)
+		} else {
+			kept = append(kept, e)
+		}
+	}
+	clear(idle[len(kept):])
+	live := int(p.live.Load())
+	over := live - int(p.maxSize.Load())
+	surplus := max(over, 0)
+	if p.maxIdle > 0 {
+		surplus = max(surplus, live-(peak+p.cfg.MinIdle))
+	}
+	if surplus > 0 {
+		slices.SortFunc(kept, func(a, b *entry[T]) int {
+			return cmp.Compare(a.lastUsed, b.lastUsed)
+		})
+		n := min(surplus, len(kept))
+		for i, e := range kept[:n] {
+			r := reasonIdle
+			if i < over {
+				r = reasonShrink
+			}
+			p.discard(e, r)
+		}
+		kept = kept[n:]
+	}
+	for _, e := range kept {
+		p.giveBack(e)
+	}
+}
+
+// warm starts background connects while fewer than MinIdle objects are idle
+// (within MaxSize and MaxConnecting), unless connects are backing off.
+func (p *Pool[T]) warm() {
+	if p.cfg.MinIdle == 0 || p.backingOff() || p.state.Load()&closedBit != 0 {
+		return
+	}
+	connecting := int(p.connecting.Load())
+	need := min(p.cfg.MinIdle-p.idleLen()-connecting, p.cfg.MaxConnecting-connecting)
+	for ; need > 0 && p.reserve(); need-- {
+		p.startDial(nil)
+	}
+}

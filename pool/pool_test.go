@@ -1,0 +1,768 @@
+package pool_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/poolkit/poolkit/manager"
+	"github.com/poolkit/poolkit/pool"
+)
+
+// onOneP runs the test with GOMAXPROCS 1, so that every Push and Pop hit the
+// same per-P stack.
+func onOneP(t *testing.T) {
+	prev := runtime.GOMAXPROCS(1)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+}
+
+func TestConfigValidationNamesTheField(t *testing.T) {
+	cases := []struct {
+		cfg   pool.Config
+		field string
+	}{
+		{pool.Config{}, "Config.MaxSize must be >= 1, got 0"},
+		{pool.Config{MaxSize: 2, MinIdle: 3}, "Config.MinIdle"},
+		{pool.Config{MaxSize: 1, MinIdle: -1}, "Config.MinIdle"},
+		{pool.Config{MaxSize: 1, MaxLifetime: -1}, "Config.MaxLifetime"},
+		{pool.Config{MaxSize: 1, MaxLifetime: time.Second, LifetimeJitter: 2 * time.Second}, "Config.LifetimeJitter"},
+		{pool.Config{MaxSize: 1, MaxIdleTime: -1}, "Config.MaxIdleTime"},
+		{pool.Config{MaxSize: 1, MaxUses: -1}, "Config.MaxUses"},
+		{pool.Config{MaxSize: 1, AcquireTimeout: -1}, "Config.AcquireTimeout"},
+		{pool.Config{MaxSize: 1, ConnectTimeout: -1}, "Config.ConnectTimeout"},
+		{pool.Config{MaxSize: 1, MaxConnecting: -1}, "Config.MaxConnecting"},
+		{pool.Config{MaxSize: 2, LocalDepth: 3}, "Config.LocalDepth"},
+		{pool.Config{MaxSize: 1, Exchange: 7}, "Config.Exchange"},
+		{pool.Config{MaxSize: 1 << 20, LocalDepth: 1, Exchange: pool.ExchangeNone}, "Config.Exchange is ExchangeNone"},
+	}
+	for _, c := range cases {
+		_, err := pool.New[*obj](&fakeMgr{}, c.cfg)
+		require.Error(t, err, "%+v", c.cfg)
+		require.ErrorIs(t, err, pool.ErrInvalidConfig)
+		require.Contains(t, err.Error(), "pool: "+c.field)
+	}
+	_, err := pool.New[*obj](nil, pool.Config{MaxSize: 1})
+	require.ErrorIs(t, err, pool.ErrInvalidConfig)
+}
+
+func TestDefaults(t *testing.T) {
+	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 2})
+	require.Equal(t, 2, p.LocalDepth(), "LocalDepth defaults to min(4, MaxSize)")
+	require.GreaterOrEqual(t, p.ExchangeCap(), 2, "the exchange holds MaxSize")
+	require.Equal(t, time.Second, pool.TickFor(pool.Config{}))
+	require.Equal(t, time.Millisecond, pool.TickFor(pool.Config{MaxIdleTime: time.Millisecond}))
+	require.Equal(t, 125*time.Millisecond, pool.TickFor(pool.Config{MaxIdleTime: time.Hour, MaxLifetime: time.Second}))
+}
+
+// Point 1: the local stack first, LIFO; a connect only when nothing is idle.
+func TestAcquireReusesIdleLIFO(t *testing.T) {
+	onOneP(t)
+	f := &fakeMgr{}
+	p := newPool(t, f, pool.Config{MaxSize: 4})
+	a, b := acquire(t, p), acquire(t, p)
+	require.NotEqual(t, a.Value().id, b.Value().id)
+	a.Release()
+	b.Release()
+	c := acquire(t, p)
+	require.Equal(t, int64(2), c.Value().id, "the most recently released object comes first")
+	c.Release()
+	require.Equal(t, int64(2), f.nextID.Load(), "no new connect while idle objects exist")
+	st := p.Stats()
+	require.Equal(t, 2, st.Live)
+	require.Equal(t, 2, st.Idle)
+	require.Equal(t, 0, st.Leased)
+	require.Equal(t, uint64(3), st.Acquires)
+	require.Equal(t, uint64(1), st.LocalHits)
+}
+
+// Point 1: MaxSize bounds live objects exactly, connects included.
+func TestMaxSizeIsExact(t *testing.T) {
+	var inFlight, peak atomic.Int64
+	f := &fakeMgr{connect: func(ctx context.Context) error {
+		n := inFlight.Add(1)
+		for {
+			m := peak.Load()
+			if n <= m || peak.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(time.Millisecond)
+		inFlight.Add(-1)
+		return nil
+	}}
+	p := newPool(t, f, pool.Config{MaxSize: 3, MaxConnecting: 3})
+	var wg sync.WaitGroup
+	var maxLive atomic.Int64
+	for range 16 {
+		wg.Go(func() {
+			for range 20 {
+				l := acquire(t, p)
+				if n := int64(p.Stats().Live); n > maxLive.Load() {
+					maxLive.Store(n)
+				}
+				l.Release()
+			}
+		})
+	}
+	wg.Wait()
+	require.LessOrEqual(t, maxLive.Load(), int64(3))
+	require.LessOrEqual(t, f.nextID.Load(), int64(3))
+	require.LessOrEqual(t, peak.Load(), int64(3))
+}
+
+// Point 1 and 3: with a waiter queued, a newcomer queues behind it, and
+// waiters are served in arrival order.
+func TestWaitersAreFIFOAndNewcomersDoNotBarge(t *testing.T) {
+	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
+	held := acquire(t, p)
+	const n = 5
+	order := make(chan int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			l := acquire(t, p)
+			order <- i
+			l.Release()
+		})
+		require.Eventually(t, func() bool { return p.Stats().Waiting == i+1 }, 5*time.Second, time.Millisecond)
+	}
+	// A newcomer does not barge: TryAcquire fails while others wait.
+	_, err := p.TryAcquire(context.Background())
+	require.ErrorIs(t, err, pool.ErrExhausted)
+	held.Release()
+	wg.Wait()
+	close(order)
+	want := 0
+	for got := range order {
+		require.Equal(t, want, got)
+		want++
+	}
+	require.Equal(t, uint64(n), p.Stats().HandOffs)
+}
+
+// Point 2: expiry checks on every path: uses, lifetime, idle time, Reset.
+func TestExpiryChecks(t *testing.T) {
+	t.Run("MaxUses", func(t *testing.T) {
+		f := &fakeMgr{}
+		p := newPool(t, f, pool.Config{MaxSize: 1, MaxUses: 2})
+		for range 3 {
+			acquire(t, p).Release()
+		}
+		require.Equal(t, int64(2), f.nextID.Load())
+		require.Equal(t, uint64(1), p.Stats().ClosedUses)
+	})
+	t.Run("MaxLifetime", func(t *testing.T) {
+		f := &fakeMgr{}
+		p := newPool(t, f, pool.Config{MaxSize: 1, MaxLifetime: time.Hour, LifetimeJitter: time.Minute})
+		l := acquire(t, p)
+		l.Release()
+		p.AdvanceClock(59 * time.Minute)
+		l = acquire(t, p)
+		require.Equal(t, int64(1), l.Value().id, "jitter < 1 minute: still alive at 59m")
+		p.AdvanceClock(2 * time.Minute)
+		l.Release() // checked at release: closed
+		require.Equal(t, uint64(1), p.Stats().ClosedLifetime)
+		l = acquire(t, p)
+		require.Equal(t, int64(2), l.Value().id)
+		l.Release()
+	})
+	t.Run("MaxIdleTime", func(t *testing.T) {
+		f := &fakeMgr{}
+		p := newPool(t, f, pool.Config{MaxSize: 1, MaxIdleTime: time.Hour})
+		acquire(t, p).Release()
+		p.AdvanceClock(2 * time.Hour)
+		l := acquire(t, p) // checked at acquire: closed, a new one made
+		require.Equal(t, int64(2), l.Value().id)
+		l.Release()
+		require.Equal(t, uint64(1), p.Stats().ClosedIdle)
+	})
+	t.Run("Reset", func(t *testing.T) {
+		f := &fakeMgr{}
+		p := newPool(t, f, pool.Config{MaxSize: 2})
+		a := acquire(t, p)
+		acquire(t, p).Release()
+		p.Reset()
+		a.Release() // closed at release
+		l := acquire(t, p)
+		require.Equal(t, int64(3), l.Value().id, "the idle one was closed at acquire (or by the maintainer)")
+		l.Release()
+		require.Equal(t, uint64(2), p.Stats().ClosedReset)
+	})
+}
+
+// Point 2: Recycle runs on used objects only, with metrics; a failure closes
+// the object and the search goes on.
+func TestRecycle(t *testing.T) {
+	var fail atomic.Bool
+	var got manager.Metrics
+	f := &fakeMgr{recycle: func(ctx context.Context, o *obj, m manager.Metrics) error {
+		got = m
+		if fail.Load() {
+			return errFake
+		}
+		return nil
+	}}
+	p := newPool(t, f, pool.Config{MaxSize: 2})
+	acquire(t, p).Release()
+	require.Equal(t, int64(0), f.recycles.Load(), "a fresh object is not recycled")
+	acquire(t, p).Release()
+	require.Equal(t, int64(1), f.recycles.Load())
+	require.Equal(t, uint64(1), got.Uses)
+	require.False(t, got.Created.IsZero())
+	require.False(t, got.LastUsed.Before(got.Created.Add(-time.Second)))
+	fail.Store(true)
+	l := acquire(t, p)
+	require.Equal(t, int64(2), l.Value().id, "a failed recycle closes the object and Acquire connects")
+	fail.Store(false)
+	l.Release()
+	require.Equal(t, uint64(1), p.Stats().ClosedRecycle)
+}
+
+// Point 2: on a hand-off the waiter recycles under its own context; on
+// failure it keeps its place at the head and gets a connect in the freed slot.
+func TestHandOffRecycleFailureKeepsHeadOfQueue(t *testing.T) {
+	type key struct{}
+	var sawWaiterCtx atomic.Bool
+	f := &fakeMgr{recycle: func(ctx context.Context, o *obj, m manager.Metrics) error {
+		if ctx.Value(key{}) == "first" {
+			sawWaiterCtx.Store(true)
+			return errFake
+		}
+		return nil
+	}}
+	p := newPool(t, f, pool.Config{MaxSize: 1})
+	held := acquire(t, p)
+	first := make(chan int64, 1)
+	go func() {
+		ctx := context.WithValue(context.Background(), key{}, "first")
+		l, err := p.Acquire(ctx)
+		if err == nil {
+			first <- l.Value().id
+			l.Release()
+		}
+	}()
+	require.Eventually(t, func() bool { return p.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	second := make(chan int64, 1)
+	go func() {
+		l, err := p.Acquire(context.Background())
+		if err == nil {
+			second <- l.Value().id
+			l.Release()
+		}
+	}()
+	require.Eventually(t, func() bool { return p.Stats().Waiting == 2 }, 5*time.Second, time.Millisecond)
+	held.Release()
+	require.Equal(t, int64(2), <-first, "the first waiter got the new object")
+	require.True(t, sawWaiterCtx.Load())
+	require.Equal(t, int64(2), <-second)
+}
+
+// Point 3: Destroy and Detach free the slot for the oldest waiter.
+func TestDestroyAndDetachWakeWaiter(t *testing.T) {
+	for _, name := range []string{"Destroy", "Detach"} {
+		t.Run(name, func(t *testing.T) {
+			f := &fakeMgr{}
+			p := newPool(t, f, pool.Config{MaxSize: 1})
+			held := acquire(t, p)
+			done := make(chan int64)
+			go func() {
+				l, err := p.Acquire(context.Background())
+				if err == nil {
+					done <- l.Value().id
+					l.Release()
+				}
+			}()
+			require.Eventually(t, func() bool { return p.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+			if name == "Destroy" {
+				held.Destroy()
+			} else {
+				o := held.Detach()
+				require.Equal(t, int64(1), o.id)
+				_ = o // the caller owns it now (and would close it)
+			}
+			require.Equal(t, int64(2), <-done)
+		})
+	}
+}
+
+// Point 3: a waiter whose context ends leaves the queue; nothing is lost.
+func TestWaiterCancelLeavesQueue(t *testing.T) {
+	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
+	held := acquire(t, p)
+	cause := errors.New("the caller went away")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	errc := make(chan error)
+	go func() {
+		_, err := p.Acquire(ctx)
+		errc <- err
+	}()
+	require.Eventually(t, func() bool { return p.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	cancel(cause)
+	err := <-errc
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, cause)
+	require.NotErrorIs(t, err, pool.ErrTimeout)
+	require.Equal(t, cause, context.Cause(ctx))
+	require.Equal(t, 0, p.Stats().Waiting)
+	held.Release()
+	l := acquire(t, p)
+	require.Equal(t, int64(1), l.Value().id)
+	l.Release()
+	require.Equal(t, uint64(1), p.Stats().Cancels)
+}
+
+// Point 3: a hand-off racing with a waiter's cancellation loses nothing.
+func TestHandOffRacingCancelLosesNothing(t *testing.T) {
+	f := &fakeMgr{}
+	p := newPool(t, f, pool.Config{MaxSize: 2})
+	for range 300 {
+		a, b := acquire(t, p), acquire(t, p)
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() {
+			l, err := p.Acquire(ctx)
+			if err == nil {
+				l.Release()
+			}
+			errc <- err
+		}()
+		for p.Stats().Waiting == 0 {
+			runtime.Gosched()
+		}
+		go cancel()
+		a.Release()
+		<-errc
+		b.Release()
+		require.Equal(t, 2, p.Stats().Live)
+		cancel()
+	}
+	require.Equal(t, int64(2), f.nextID.Load(), "no object lost or replaced")
+}
+
+// Point 4: deadlines match ErrTimeout and DeadlineExceeded; the cause is kept.
+func TestTimeouts(t *testing.T) {
+	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
+	held := acquire(t, p)
+	defer held.Release()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, err := p.Acquire(ctx)
+	require.ErrorIs(t, err, pool.ErrTimeout)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	cause := errors.New("slow caller")
+	ctx2, cancel2 := context.WithTimeoutCause(context.Background(), 10*time.Millisecond, cause)
+	defer cancel2()
+	_, err = p.Acquire(ctx2)
+	require.ErrorIs(t, err, pool.ErrTimeout)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, cause)
+	require.Contains(t, err.Error(), "slow caller")
+
+	p2 := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1, AcquireTimeout: 10 * time.Millisecond})
+	h2 := acquire(t, p2)
+	defer h2.Release()
+	start := time.Now()
+	_, err = p2.Acquire(context.Background())
+	require.ErrorIs(t, err, pool.ErrTimeout)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.GreaterOrEqual(t, time.Since(start), 10*time.Millisecond)
+	require.Equal(t, uint64(1), p2.Stats().Timeouts)
+}
+
+// Point 5: a connect outlives the acquirer that gave up; its object joins
+// the pool.
+func TestConnectOutlivesAbandonedAcquire(t *testing.T) {
+	release := make(chan struct{})
+	var sawCancel atomic.Bool
+	f := &fakeMgr{connect: func(ctx context.Context) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			sawCancel.Store(true)
+			return ctx.Err()
+		}
+		return nil
+	}}
+	p := newPool(t, f, pool.Config{MaxSize: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error)
+	go func() {
+		_, err := p.Acquire(ctx)
+		errc <- err
+	}()
+	require.Eventually(t, func() bool { return p.Stats().Connecting == 1 }, 5*time.Second, time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled)
+	close(release)
+	require.Eventually(t, func() bool { return p.Stats().Idle == 1 }, 5*time.Second, time.Millisecond)
+	require.False(t, sawCancel.Load())
+	l := acquire(t, p)
+	require.Equal(t, int64(1), l.Value().id)
+	l.Release()
+}
+
+// Point 5: a connect error goes to its acquirer, wrapped; the slot is freed.
+func TestConnectErrorIsWrappedAndFreesSlot(t *testing.T) {
+	var fail atomic.Bool
+	fail.Store(true)
+	f := &fakeMgr{connect: func(ctx context.Context) error {
+		if fail.Load() {
+			return errFake
+		}
+		return nil
+	}}
+	p := newPool(t, f, pool.Config{MaxSize: 1})
+	_, err := p.Acquire(context.Background())
+	require.ErrorIs(t, err, errFake)
+	require.Contains(t, err.Error(), "pool: connect")
+	require.Equal(t, 0, p.Stats().Live)
+	fail.Store(false)
+	acquire(t, p).Release()
+	st := p.Stats()
+	require.Equal(t, uint64(2), st.Connects)
+	require.Equal(t, uint64(1), st.ConnectErrors)
+}
+
+// Point 5: concurrent connects are bounded by MaxConnecting.
+func TestMaxConnecting(t *testing.T) {
+	var inFlight, peak atomic.Int64
+	gate := make(chan struct{})
+	f := &fakeMgr{connect: func(ctx context.Context) error {
+		n := inFlight.Add(1)
+		for m := peak.Load(); n > m && !peak.CompareAndSwap(m, n); m = peak.Load() {
+		}
+		<-gate
+		inFlight.Add(-1)
+		return nil
+	}}
+	p := newPool(t, f, pool.Config{MaxSize: 8, MaxConnecting: 2})
+	var wg sync.WaitGroup
+	leases := make(chan pool.Lease[*obj], 8)
+	for range 8 {
+		wg.Go(func() { leases <- acquire(t, p) })
+	}
+	require.Eventually(t, func() bool { return p.Stats().Connecting == 8 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, int64(2), inFlight.Load())
+	close(gate)
+	wg.Wait()
+	close(leases)
+	for l := range leases {
+		l.Release()
+	}
+	require.Equal(t, int64(2), peak.Load())
+}
+
+// Point 5: background connects back off while connects fail.
+func TestBackgroundConnectsBackOff(t *testing.T) {
+	f := &fakeMgr{connect: func(ctx context.Context) error { return errFake }}
+	p := newPool(t, f, pool.Config{MaxSize: 4})
+	_, err := p.TryAcquire(context.Background())
+	require.ErrorIs(t, err, pool.ErrExhausted)
+	require.Eventually(t, func() bool { return p.Stats().ConnectErrors == 1 }, 5*time.Second, time.Millisecond)
+	p.AdvanceClock(-time.Hour) // however slow this machine, the backoff has not expired
+	for range 100 {
+		_, err = p.TryAcquire(context.Background())
+		require.ErrorIs(t, err, pool.ErrExhausted)
+	}
+	require.Equal(t, uint64(1), p.Stats().Connects, "no connect while backing off")
+	p.AdvanceClock(time.Hour + time.Second)
+	_, _ = p.TryAcquire(context.Background())
+	require.Eventually(t, func() bool { return p.Stats().ConnectErrors == 2 }, 5*time.Second, time.Millisecond)
+}
+
+// TryAcquire never waits and starts a connect so that a retry succeeds.
+func TestTryAcquire(t *testing.T) {
+	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
+	_, err := p.TryAcquire(context.Background())
+	require.ErrorIs(t, err, pool.ErrExhausted)
+	require.Eventually(t, func() bool { return p.Stats().Idle == 1 }, 5*time.Second, time.Millisecond)
+	l, err := p.TryAcquire(context.Background())
+	require.NoError(t, err)
+	_, err = p.TryAcquire(context.Background())
+	require.ErrorIs(t, err, pool.ErrExhausted, "at MaxSize")
+	l.Release()
+}
+
+// releaseCheckMgr refuses objects released "mid-transaction".
+type releaseCheckMgr struct {
+	fakeMgr
+	inTx atomic.Bool
+}
+
+func (m *releaseCheckMgr) CheckRelease(o *obj) error {
+	if m.inTx.Load() {
+		return errFake
+	}
+	return nil
+}
+
+// Point 6: the release-time check; Release after Close; Close off the
+// caller's goroutine.
+func TestReleaseCheckAndReleaseAfterClose(t *testing.T) {
+	m := &releaseCheckMgr{}
+	block := make(chan struct{})
+	var blocking atomic.Bool
+	m.close = func(o *obj) { // Manager.Close may block: Release must not
+		if blocking.Load() {
+			<-block
+		}
+	}
+	p, err := pool.New[*obj](m, pool.Config{MaxSize: 2})
+	require.NoError(t, err)
+	m.inTx.Store(true)
+	acquire(t, p).Release()
+	require.Equal(t, uint64(1), p.Stats().ClosedReleaseCheck)
+	m.inTx.Store(false)
+
+	blocking.Store(true)
+	l := acquire(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, p.Close(ctx), context.DeadlineExceeded, "a lease is still out")
+	l.Release() // after Close: closed, on a closer goroutine
+	close(block)
+	require.NoError(t, p.Close(context.Background()))
+	require.Equal(t, m.nextID.Load(), m.closes.Load())
+	m.check(t)
+}
+
+// Point 7: the maintainer reaps idle objects wherever they sit, and a FIFO
+// exchange cycling every object does not defeat idle reaping.
+func TestMaintainerShrinksTowardPeakDespiteFIFO(t *testing.T) {
+	f := &fakeMgr{}
+	p := newPool(t, f, pool.Config{MaxSize: 8, LocalDepth: 1, Exchange: pool.ExchangeMutex, MaxIdleTime: time.Hour})
+	var ls []pool.Lease[*obj]
+	for range 8 {
+		ls = append(ls, acquire(t, p))
+	}
+	for _, l := range ls {
+		l.Release()
+	}
+	// Steady load of one: every object keeps being touched by the FIFO
+	// exchange? Only one is in use at a time; the reaper shrinks to
+	// peak (1) + MinIdle (0).
+	for range 16 {
+		acquire(t, p).Release()
+	}
+	p.Reap(1)
+	require.Equal(t, 1, p.Stats().Live)
+	require.Equal(t, uint64(7), p.Stats().ClosedIdle)
+}
+
+func TestMaintainerReapsExpiredIdle(t *testing.T) {
+	f := &fakeMgr{}
+	p := newPool(t, f, pool.Config{MaxSize: 8, MaxLifetime: time.Hour})
+	var ls []pool.Lease[*obj]
+	for range 8 {
+		ls = append(ls, acquire(t, p))
+	}
+	for _, l := range ls {
+		l.Release()
+	}
+	p.AdvanceClock(2 * time.Hour)
+	p.Poke()
+	require.Eventually(t, func() bool { return p.Stats().Live == 0 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, uint64(8), p.Stats().ClosedLifetime)
+}
+
+func TestMinIdleIsKeptWarm(t *testing.T) {
+	f := &fakeMgr{}
+	p := newPool(t, f, pool.Config{MaxSize: 4, MinIdle: 2})
+	require.Eventually(t, func() bool { return p.Stats().Idle == 2 }, 5*time.Second, time.Millisecond)
+}
+
+// Point 8: Close wakes waiters with ErrClosed, refuses new acquires, cancels
+// connects in flight, and is idempotent.
+func TestClose(t *testing.T) {
+	f := &fakeMgr{}
+	p, err := pool.New[*obj](f, pool.Config{MaxSize: 1})
+	require.NoError(t, err)
+	held := acquire(t, p)
+	errc := make(chan error)
+	go func() {
+		_, err := p.Acquire(context.Background())
+		errc <- err
+	}()
+	require.Eventually(t, func() bool { return p.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, p.Close(ctx), context.DeadlineExceeded)
+	require.ErrorIs(t, <-errc, pool.ErrClosed)
+	_, err = p.Acquire(context.Background())
+	require.ErrorIs(t, err, pool.ErrClosed)
+	_, err = p.TryAcquire(context.Background())
+	require.ErrorIs(t, err, pool.ErrClosed)
+	held.Release()
+	require.NoError(t, p.Close(context.Background()))
+	require.NoError(t, p.Close(context.Background()), "idempotent")
+	require.Equal(t, 0, p.Stats().Live)
+
+	// A connect in flight is cancelled.
+	f2 := &fakeMgr{connect: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }}
+	p2, err := pool.New[*obj](f2, pool.Config{MaxSize: 1})
+	require.NoError(t, err)
+	go func() {
+		_, err := p2.Acquire(context.Background())
+		errc <- err
+	}()
+	require.Eventually(t, func() bool { return p2.Stats().Connecting == 1 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, p2.Close(context.Background()))
+	require.ErrorIs(t, <-errc, context.Canceled)
+}
+
+// Point 9: SetMaxSize grows (waking waiters) and shrinks (closing surplus).
+func TestSetMaxSize(t *testing.T) {
+	f := &fakeMgr{}
+	p := newPool(t, f, pool.Config{MaxSize: 1})
+	held := acquire(t, p)
+	got := make(chan pool.Lease[*obj])
+	go func() { got <- acquire(t, p) }()
+	require.Eventually(t, func() bool { return p.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	p.SetMaxSize(64)
+	require.GreaterOrEqual(t, p.ExchangeCap(), 64, "the exchange grows with MaxSize")
+	second := <-got
+	require.Equal(t, 2, p.Stats().Live)
+	p.SetMaxSize(1)
+	held.Release()
+	require.Equal(t, 1, p.Stats().Live, "the surplus closes as it comes back")
+	second.Release()
+	require.Equal(t, 1, p.Stats().Live)
+	require.Equal(t, uint64(1), p.Stats().ClosedShrink)
+	require.Panics(t, func() { p.SetMaxSize(0) })
+}
+
+// Point 10: the counters add up.
+func TestStatsCounters(t *testing.T) {
+	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 2})
+	a := acquire(t, p)
+	b := acquire(t, p)
+	a.Destroy()
+	b.Release()
+	acquire(t, p).Release()
+	st := p.Stats()
+	require.Equal(t, uint64(3), st.Acquires)
+	require.Equal(t, uint64(2), st.Created)
+	require.Equal(t, uint64(1), st.ClosedDestroy)
+	require.Equal(t, uint64(1), st.Closed)
+	require.Equal(t, st.Created, st.Closed+st.Detached+uint64(st.Live))
+}
+
+// Stale leases panic reliably, even after the object went to someone else.
+func TestStaleLeasePanics(t *testing.T) {
+	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
+	l := acquire(t, p)
+	cp := l
+	l.Release()
+	const msg = "pool: lease used after Release, Destroy or Detach"
+	require.PanicsWithValue(t, msg, func() { l.Release() })
+	require.PanicsWithValue(t, msg, func() { l.Value() })
+	require.PanicsWithValue(t, msg, func() { cp.Destroy() })
+	require.PanicsWithValue(t, msg, func() { cp.Detach() })
+	l2 := acquire(t, p) // the same object, now someone else's
+	require.PanicsWithValue(t, msg, func() { cp.Value() })
+	require.PanicsWithValue(t, msg, func() { cp.Release() })
+	require.NotPanics(t, func() { l2.Value() })
+	l2.Release()
+	var zero pool.Lease[*obj]
+	require.PanicsWithValue(t, "pool: zero Lease", func() { zero.Release() })
+}
+
+// Two copies of one lease released concurrently: one wins, the other panics,
+// and the object is queued once.
+func TestConcurrentDoubleReleaseQueuesOnce(t *testing.T) {
+	f := &fakeMgr{}
+	p := newPool(t, f, pool.Config{MaxSize: 1})
+	for range 200 {
+		l := acquire(t, p)
+		var panics atomic.Int32
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				defer func() {
+					if recover() != nil {
+						panics.Add(1)
+					}
+				}()
+				l.Release()
+			})
+		}
+		wg.Wait()
+		require.Equal(t, int32(1), panics.Load())
+	}
+	require.LessOrEqual(t, p.Stats().Idle, 1)
+}
+
+// Point 7, end to end with the real maintainer: a steady load of one
+// goroutine on a pool that grew to 8, with a FIFO exchange that would cycle
+// every object, shrinks toward the recent peak after MaxIdleTime.
+func TestIdleReapingUnderSteadyLoadWithFIFOExchange(t *testing.T) {
+	f := &fakeMgr{}
+	p := newPool(t, f, pool.Config{MaxSize: 8, LocalDepth: 1, Exchange: pool.ExchangeMutex, MaxIdleTime: 20 * time.Millisecond})
+	var ls []pool.Lease[*obj]
+	for range 8 {
+		ls = append(ls, acquire(t, p))
+	}
+	for _, l := range ls {
+		l.Release()
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			l, err := p.Acquire(context.Background())
+			if err == nil {
+				time.Sleep(100 * time.Microsecond)
+				l.Release()
+			}
+		}
+	}()
+	require.Eventually(t, func() bool { return p.Stats().Live <= 2 }, 5*time.Second, time.Millisecond)
+	close(stop)
+	<-done
+	require.Positive(t, p.Stats().ClosedIdle)
+}
+
+// Point 5: a connect made for a waiter (in a slot freed by Destroy) fails:
+// the error goes to that waiter, and the slot to the next one.
+func TestConnectErrorGoesToItsWaiterAndSlotToTheNext(t *testing.T) {
+	var calls atomic.Int32
+	f := &fakeMgr{connect: func(ctx context.Context) error {
+		if calls.Add(1) == 2 {
+			return errFake // the first connect made on a waiter's behalf
+		}
+		return nil
+	}}
+	p := newPool(t, f, pool.Config{MaxSize: 1})
+	held := acquire(t, p)
+	first, second := make(chan error, 1), make(chan error, 1)
+	for i, ch := range []chan error{first, second} {
+		go func() {
+			l, err := p.Acquire(context.Background())
+			if err == nil {
+				l.Release()
+			}
+			ch <- err
+		}()
+		n := i + 1
+		require.Eventually(t, func() bool { return p.Stats().Waiting == n }, 5*time.Second, time.Millisecond)
+	}
+	held.Destroy()
+	err := <-first
+	require.ErrorIs(t, err, errFake)
+	require.Contains(t, err.Error(), "pool: connect")
+	require.NoError(t, <-second)
+}

@@ -1,0 +1,101 @@
+package pool
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// counters are the slow-path counters: shared atomics, touched only off the
+// fast path (the fast path's counts come from the shard's per-P counters).
+type counters struct {
+	xhits, spillHits, handoffs atomic.Uint64
+	acqSlow, shardMiss         atomic.Uint64
+	connects, connectErrs      atomic.Uint64
+	created, detached          atomic.Uint64
+	waits, timeouts, cancels   atomic.Uint64
+	waitNanos                  atomic.Int64
+	closed                     [nReasons]atomic.Uint64
+}
+
+// Stats is a snapshot of a pool's gauges and counters. Gauges are
+// approximate under concurrency (Idle sums per-P stacks read without
+// stopping them); counters are cumulative.
+type Stats struct {
+	MaxSize    int
+	Live       int // idle + leased + connecting: exact at the instant it is read
+	Idle       int // approximate
+	Leased     int // Live - Idle - Connecting, clamped at 0
+	Connecting int
+	Waiting    int
+
+	Acquires      uint64 // successful Acquire and TryAcquire calls
+	LocalHits     uint64 // objects popped from the caller's per-P stack (then checked)
+	Steals        uint64 // objects taken from other Ps' stacks
+	ExchangeHits  uint64 // objects taken from the exchange
+	SpillHits     uint64 // objects taken from the overflow list
+	HandOffs      uint64 // objects handed straight to a waiter and accepted
+	Connects      uint64 // Manager.Connect attempts
+	ConnectErrors uint64
+	Created       uint64 // successful connects
+	Detached      uint64
+	Waits         uint64 // Acquires that queued
+	WaitTime      time.Duration
+	Timeouts      uint64 // waits or connects ended by a deadline
+	Cancels       uint64 // waits or connects ended by a cancellation
+
+	Closed             uint64 // sum of the Closed* reasons below
+	ClosedLifetime     uint64
+	ClosedIdle         uint64 // past MaxIdleTime, or surplus above recent peak use
+	ClosedUses         uint64
+	ClosedRecycle      uint64 // Manager.Recycle failed
+	ClosedDestroy      uint64
+	ClosedReset        uint64
+	ClosedReleaseCheck uint64 // ReleaseChecker refused it
+	ClosedShrink       uint64 // above MaxSize after SetMaxSize
+	ClosedPool         uint64 // the pool was closed
+}
+
+// Stats returns a snapshot of the pool's gauges and counters. It is always
+// on; the fast path pays nothing for it beyond the shard's per-P counters.
+func (p *Pool[T]) Stats() Stats {
+	c := &p.counters
+	sh := p.local.Stats()
+	s := Stats{
+		MaxSize:       int(p.maxSize.Load()),
+		Live:          int(p.live.Load()),
+		Idle:          p.idleLen(),
+		Connecting:    int(p.connecting.Load()),
+		Waiting:       int(p.state.Load() & waiterMask),
+		LocalHits:     sh.Hits,
+		Steals:        sh.Steals,
+		ExchangeHits:  c.xhits.Load(),
+		SpillHits:     c.spillHits.Load(),
+		HandOffs:      c.handoffs.Load(),
+		Connects:      c.connects.Load(),
+		ConnectErrors: c.connectErrs.Load(),
+		Created:       c.created.Load(),
+		Detached:      c.detached.Load(),
+		Waits:         c.waits.Load(),
+		WaitTime:      time.Duration(c.waitNanos.Load()),
+		Timeouts:      c.timeouts.Load(),
+		Cancels:       c.cancels.Load(),
+
+		ClosedLifetime:     c.closed[reasonLifetime].Load(),
+		ClosedIdle:         c.closed[reasonIdle].Load(),
+		ClosedUses:         c.closed[reasonUses].Load(),
+		ClosedRecycle:      c.closed[reasonRecycle].Load(),
+		ClosedDestroy:      c.closed[reasonDestroy].Load(),
+		ClosedReset:        c.closed[reasonReset].Load(),
+		ClosedReleaseCheck: c.closed[reasonReleaseCheck].Load(),
+		ClosedShrink:       c.closed[reasonShrink].Load(),
+		ClosedPool:         c.closed[reasonClosed].Load(),
+	}
+	for i := range c.closed {
+		s.Closed += c.closed[i].Load()
+	}
+	s.Leased = max(s.Live-s.Idle-s.Connecting, 0)
+	if a := int64(sh.Hits+sh.Steals+c.acqSlow.Load()) - int64(c.shardMiss.Load()); a > 0 {
+		s.Acquires = uint64(a)
+	}
+	return s
+}
