@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"time"
 
+	"github.com/poolkit/poolkit/exchange"
 	"github.com/poolkit/poolkit/shard"
 )
 
@@ -39,17 +40,17 @@ const maxClassSize = 1 << 30
 var ErrInvalidConfig = errors.New("invalid config")
 
 // ExchangeKind selects the shared reservoir each size class uses between the
-// per-P stacks and the allocator.
-type ExchangeKind int
+// per-P stacks. It is exchange.Kind: one choice, shared with pool.
+type ExchangeKind = exchange.Kind
 
 const (
 	// ExchangeRing is the lock-free bounded ring (exchange.Ring). Default.
-	ExchangeRing ExchangeKind = iota
+	ExchangeRing = exchange.KindRing
 	// ExchangeMutex is the mutex-guarded ring (exchange.Mutex).
-	ExchangeMutex
+	ExchangeMutex = exchange.KindMutex
 	// ExchangeNone switches the reservoir off: a buffer that does not fit on
-	// its P's stack is dropped.
-	ExchangeNone
+	// the calling P's stack is dropped.
+	ExchangeNone = exchange.KindNone
 )
 
 // Config configures a Pool. The zero value is valid: every zero field takes
@@ -139,7 +140,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, invalid("Depth", "%d is outside [1, %d]", c.Depth, shard.MaxDepth)
 	case c.ExchangeCapacity < 1 || c.ExchangeCapacity > 1<<20:
 		return c, invalid("ExchangeCapacity", "%d is outside [1, 1<<20]", c.ExchangeCapacity)
-	case c.Exchange < ExchangeRing || c.Exchange > ExchangeNone:
+	case !c.Exchange.Valid():
 		return c, invalid("Exchange", "%d is not an ExchangeKind", c.Exchange)
 	case c.MaxRetained < 0:
 		return c, invalid("MaxRetained", "%d is negative", c.MaxRetained)

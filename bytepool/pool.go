@@ -133,13 +133,10 @@ func New(cfg Config) (*Pool, error) {
 				release(alloc, b)
 			})
 		}
-		switch {
-		case pl.exCap == 0:
+		if pl.exCap == 0 {
 			cl.ex = exchange.None[[]byte]{}
-		case cfg.Exchange == ExchangeMutex:
-			cl.ex = exchange.NewMutex[[]byte](pl.exCap)
-		default:
-			cl.ex = exchange.NewRing[[]byte](pl.exCap)
+		} else {
+			cl.ex = exchange.New[[]byte](cfg.Exchange, pl.exCap)
 		}
 		p.hot[i] = hotClass{size: cl.size, local: cl.local}
 		p.trim[i] = trimState{localUsed: now, exUsed: now}

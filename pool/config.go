@@ -5,20 +5,22 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/poolkit/poolkit/exchange"
 	"github.com/poolkit/poolkit/shard"
 )
 
-// ExchangeKind selects the shared reservoir between the per-P stacks.
-type ExchangeKind int
+// ExchangeKind selects the shared reservoir between the per-P stacks. It is
+// exchange.Kind: one choice, shared with bytepool.
+type ExchangeKind = exchange.Kind
 
 const (
 	// ExchangeRing is the lock-free bounded ring (exchange.Ring): the default.
-	ExchangeRing ExchangeKind = iota
+	ExchangeRing = exchange.KindRing
 	// ExchangeMutex is the mutex-guarded circular buffer (exchange.Mutex).
-	ExchangeMutex
+	ExchangeMutex = exchange.KindMutex
 	// ExchangeNone disables the reservoir: idle objects live on the per-P
 	// stacks only. New refuses it unless LocalDepth × GOMAXPROCS ≥ MaxSize.
-	ExchangeNone
+	ExchangeNone = exchange.KindNone
 )
 
 // Defaults for the zero values of Config.
@@ -95,7 +97,7 @@ func (c Config) normalize() (Config, error) {
 		return c, invalid("MaxConnecting must be >= 0, got %d", c.MaxConnecting)
 	case c.LocalDepth < 0 || c.LocalDepth > c.MaxSize || c.LocalDepth > shard.MaxDepth:
 		return c, invalid("LocalDepth must be in [0, min(MaxSize=%d, %d)], got %d", c.MaxSize, shard.MaxDepth, c.LocalDepth)
-	case c.Exchange < ExchangeRing || c.Exchange > ExchangeNone:
+	case !c.Exchange.Valid():
 		return c, invalid("Exchange must be ExchangeRing, ExchangeMutex or ExchangeNone, got %d", int(c.Exchange))
 	}
 	if c.ConnectTimeout == 0 {

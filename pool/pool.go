@@ -192,14 +192,7 @@ func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 }
 
 func newExchange[T any](k ExchangeKind, capacity int) exchange.Exchange[*entry[T]] {
-	switch k {
-	case ExchangeMutex:
-		return exchange.NewMutex[*entry[T]](capacity)
-	case ExchangeNone:
-		return exchange.None[*entry[T]]{}
-	default:
-		return exchange.NewRing[*entry[T]](capacity)
-	}
+	return exchange.New[*entry[T]](k, capacity)
 }
 
 // Lease is the right to use one object until Release, Destroy or Detach. It
