@@ -134,7 +134,11 @@ func (p *Pool[T]) backingOff() bool {
 
 // enqueueClose hands v to the closer goroutines (at most closers of them,
 // started on demand): Manager.Close never runs on the caller's goroutine.
+//
+// v keeps its slot (it counts in live, and in closing) until its
+// Manager.Close has returned.
 func (p *Pool[T]) enqueueClose(v T) {
+	p.closing.Add(1)
 	p.cmu.Lock()
 	p.closeq = append(p.closeq, v)
 	start := p.nclosers < closers
@@ -164,6 +168,8 @@ func (p *Pool[T]) closer() {
 		p.closeq = p.closeq[1:]
 		p.cmu.Unlock()
 		_ = p.mgr.Close(v)
+		p.closing.Add(-1)
+		p.freeSlot()
 	}
 }
 

@@ -108,3 +108,11 @@ func acquire(t *testing.T, p *pool.Pool[*obj]) pool.Lease[*obj] {
 	require.NoError(t, err)
 	return l
 }
+
+// requireLive waits until the pool has n live objects. Objects being closed
+// keep their slots until Manager.Close has returned on a closer goroutine, so
+// Live reaches its value shortly after the discard that lowers it.
+func requireLive(t *testing.T, p *pool.Pool[*obj], n int, msgAndArgs ...any) {
+	t.Helper()
+	require.Eventually(t, func() bool { return p.Stats().Live == n }, 5*time.Second, time.Millisecond, msgAndArgs...)
+}

@@ -99,6 +99,9 @@ type Pool[T any] struct {
 	goroutines atomic.Int64
 	// connecting counts Manager.Connect calls started and not finished.
 	connecting atomic.Int64
+	// closing counts objects queued for, or in, Manager.Close: they still
+	// hold their slots (see discard).
+	closing atomic.Int64
 
 	// Connect backoff, shared by the maintainer and TryAcquire's background
 	// connects: after failures consecutive failures, no background connect
@@ -564,11 +567,15 @@ func (p *Pool[T]) freeSlot() {
 	}
 }
 
-// discard closes an object the caller owns, for reason r, and frees its slot.
+// discard closes an object the caller owns, for reason r, and frees its slot
+// once it is closed.
+//
+// The slot stays taken until Manager.Close has returned (the closer frees
+// it), so that the server never sees more than MaxSize connections: a waiter
+// does not dial a replacement while the old connection is still open.
 func (p *Pool[T]) discard(e *entry[T], r int) {
 	p.counters.closed[r].Add(1)
 	p.enqueueClose(e.value)
-	p.freeSlot()
 }
 
 // drainIdle closes every idle object (Close, or a put that raced with it).

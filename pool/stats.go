@@ -22,10 +22,11 @@ type counters struct {
 // stopping them); counters are cumulative.
 type Stats struct {
 	MaxSize    int
-	Live       int // idle + leased + connecting: exact at the instant it is read
+	Live       int // idle + leased + connecting + closing: exact at the instant it is read
 	Idle       int // approximate
-	Leased     int // Live - Idle - Connecting, clamped at 0
+	Leased     int // Live - Idle - Connecting - Closing, clamped at 0
 	Connecting int
+	Closing    int // waiting for, or in, Manager.Close: they keep their slots until it returns
 	Waiting    int
 
 	Acquires      uint64 // successful Acquire and TryAcquire calls
@@ -65,6 +66,7 @@ func (p *Pool[T]) Stats() Stats {
 		Live:          int(p.live.Load()),
 		Idle:          p.idleLen(),
 		Connecting:    int(p.connecting.Load()),
+		Closing:       int(p.closing.Load()),
 		Waiting:       int(p.state.Load() & waiterMask),
 		LocalHits:     sh.Hits,
 		Steals:        sh.Steals,
@@ -93,7 +95,7 @@ func (p *Pool[T]) Stats() Stats {
 	for i := range c.closed {
 		s.Closed += c.closed[i].Load()
 	}
-	s.Leased = max(s.Live-s.Idle-s.Connecting, 0)
+	s.Leased = max(s.Live-s.Idle-s.Connecting-s.Closing, 0)
 	if a := int64(sh.Hits+sh.Steals+c.acqSlow.Load()) - int64(c.shardMiss.Load()); a > 0 {
 		s.Acquires = uint64(a)
 	}
