@@ -41,6 +41,6 @@ type Manager[T any] interface {
 // Metrics describes an object's use so far, for Recycle.
 type Metrics struct {
 	Created  time.Time // when Connect returned it
-	LastUsed time.Time // when it was last released
+	LastUsed time.Time // when it was last released, to the resolution of the pool's coarse clock (poolkit's pool: 100 ms or finer)
 	Uses     uint64    // how many times it has been handed out, this hand-out excluded
 }

@@ -36,7 +36,7 @@
 //
 // The hot path reads no clock and never calls ctx.Done(): a maintainer
 // goroutine publishes a coarse clock every tick (an eighth of the shortest of
-// MaxIdleTime and MaxLifetime, clamped to [1ms, 1s]; 1s if neither is set),
+// MaxIdleTime and MaxLifetime, clamped to [1ms, 100ms]; 100ms if neither is set),
 // and the expiry checks and Metrics.LastUsed use it. Lifetimes and idle times
 // are therefore enforced to within about one tick.
 //

@@ -9,9 +9,12 @@ import (
 // reapEvery is the number of clock ticks between two reaping passes.
 const reapEvery = 4
 
+// clockResolution is the coarsest tick of the pool's clock.
+const clockResolution = 100 * time.Millisecond
+
 // tickFor returns the maintainer's tick, which is also the resolution of the
 // coarse clock: an eighth of the shortest of MaxIdleTime and MaxLifetime,
-// clamped to [1ms, 1s]; 1s when neither is set.
+// clamped to [1ms, clockResolution]; clockResolution when neither is set.
 func tickFor(c Config) time.Duration {
 	var d time.Duration
 	for _, x := range []time.Duration{c.MaxIdleTime, c.MaxLifetime} {
@@ -19,10 +22,12 @@ func tickFor(c Config) time.Duration {
 			d = x
 		}
 	}
+	// At most clockResolution: the tick is also the resolution of
+	// Metrics.LastUsed, which managers use to decide when to ping.
 	if d == 0 {
-		return time.Second
+		return clockResolution
 	}
-	return min(max(d/8, time.Millisecond), time.Second)
+	return min(max(d/8, time.Millisecond), clockResolution)
 }
 
 // peakTracker keeps the recent peak of objects in use (leased, connecting,
