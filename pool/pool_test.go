@@ -55,9 +55,10 @@ func TestDefaults(t *testing.T) {
 	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 2})
 	require.Equal(t, 2, p.LocalDepth(), "LocalDepth defaults to min(4, MaxSize)")
 	require.GreaterOrEqual(t, p.ExchangeCap(), 2, "the exchange holds MaxSize")
-	require.Equal(t, time.Second, pool.TickFor(pool.Config{}))
+	require.Equal(t, 100*time.Millisecond, pool.TickFor(pool.Config{}))
 	require.Equal(t, time.Millisecond, pool.TickFor(pool.Config{MaxIdleTime: time.Millisecond}))
-	require.Equal(t, 125*time.Millisecond, pool.TickFor(pool.Config{MaxIdleTime: time.Hour, MaxLifetime: time.Second}))
+	require.Equal(t, 50*time.Millisecond, pool.TickFor(pool.Config{MaxIdleTime: time.Hour, MaxLifetime: 400 * time.Millisecond}))
+	require.Equal(t, 100*time.Millisecond, pool.TickFor(pool.Config{MaxIdleTime: time.Hour}), "at most 100 ms: the resolution of Metrics.LastUsed")
 }
 
 // Point 1: the local stack first, LIFO; a connect only when nothing is idle.
