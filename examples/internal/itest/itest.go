@@ -72,7 +72,9 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 // UniqueName returns a connection name unique to this test run: "poolkit-",
 // the test's name (only characters Redis and PostgreSQL accept unquoted in
 // CLIENT SETNAME and application_name), the process id and a random suffix.
-// It fits in PostgreSQL's 63-byte application_name.
+// It is at most 56 bytes: with a suffix of up to 7 (such as "-admin") it
+// still fits in PostgreSQL's 63-byte application_name, which the server
+// would otherwise truncate, perhaps into the name itself.
 func UniqueName(t testing.TB) string {
 	t.Helper()
 	var b [4]byte
@@ -81,7 +83,7 @@ func UniqueName(t testing.TB) string {
 	}
 	name := unsafeChars.ReplaceAllString(t.Name(), "_")
 	suffix := fmt.Sprintf("-%d-%s", os.Getpid(), hex.EncodeToString(b[:]))
-	const limit = 63
+	const limit = 56
 	if room := limit - len("poolkit-") - len(suffix); len(name) > room {
 		name = name[len(name)-room:]
 	}

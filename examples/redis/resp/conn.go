@@ -74,13 +74,17 @@ func (c *Conn) Close() error { return c.nc.Close() }
 // becomes the socket's, and its cancellation interrupts the I/O. It returns
 // an Error for an error reply (c stays usable), and an error matching
 // ErrBroken (and wrapping the cause: an I/O error, ctx.Err()) if the
-// connection failed, after which c is broken.
+// connection failed, after which c is broken. If ctx has ended before Do
+// starts, Do returns ctx.Err() and sends nothing; c stays usable.
 func (c *Conn) Do(ctx context.Context, args ...string) (Reply, error) {
 	if c.broken != nil {
 		return Reply{}, fmt.Errorf("%w: %w", ErrBroken, c.broken)
 	}
 	if len(args) == 0 {
 		return Reply{}, errors.New("resp: Do: no command")
+	}
+	if err := ctx.Err(); err != nil {
+		return Reply{}, err // nothing sent: c stays usable
 	}
 	dl, _ := ctx.Deadline()
 	if err := c.nc.SetDeadline(dl); err != nil {

@@ -139,3 +139,17 @@ func TestManagerConnectNamesTheConnAndReportsDialErrors(t *testing.T) {
 	_, err = resp.Manager{}.Connect(context.Background())
 	require.ErrorContains(t, err, "Manager.Addr is empty")
 }
+
+func TestConnDoWithAnEndedContextSendsNothing(t *testing.T) {
+	s := startFake(t)
+	c := connect(t, resp.Manager{Addr: s.addr()})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := c.Do(ctx, "PING")
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, resp.ErrBroken)
+	require.False(t, c.Broken())
+	require.Zero(t, s.pings.Load())
+	_, err = c.Do(context.Background(), "PING")
+	require.NoError(t, err)
+}

@@ -1,6 +1,7 @@
 // Package echo is an in-process line-echo server for the examples, their
 // tests and benchmarks: every line a client sends ('\n'-terminated) comes back
-// unchanged.
+// unchanged. It is not under internal/ so that the benchmarks module can run
+// its end-to-end phases against it too.
 package echo
 
 import (
