@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -52,12 +53,20 @@ func (p *Pool[T]) dial(req *connReq[T]) {
 	p.counters.connects.Add(1)
 	select {
 	case p.sem <- struct{}{}:
-		ctx, cancel := context.WithTimeout(p.ctx, p.cfg.ConnectTimeout)
-		v, err = p.mgr.Connect(ctx)
-		cancel()
+		if p.ctx.Err() == nil { // both cases may be ready: Close wins
+			ctx, cancel := context.WithTimeout(p.ctx, p.cfg.ConnectTimeout)
+			v, err = p.mgr.Connect(ctx)
+			cancel()
+		} else {
+			err = ErrClosed
+		}
 		<-p.sem
 	case <-p.ctx.Done():
 		err = ErrClosed
+	}
+	if err != nil && p.ctx.Err() != nil && !errors.Is(err, ErrClosed) {
+		// Close cancelled the connect: say so, keeping the manager's error.
+		err = fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	var e *entry[T]
 	if err != nil {
@@ -132,15 +141,17 @@ func (p *Pool[T]) backingOff() bool {
 	return p.failures.Load() > 0 && int64(p.now()) < p.retryAt.Load()
 }
 
-// enqueueClose hands v to the closer goroutines (at most closers of them,
-// started on demand): Manager.Close never runs on the caller's goroutine.
+// enqueueClose hands v, to be closed for reason r, to the closer goroutines
+// (at most closers of them, started on demand): Manager.Close never runs on
+// the caller's goroutine.
 //
 // v keeps its slot (it counts in live, and in closing) until its
-// Manager.Close has returned.
-func (p *Pool[T]) enqueueClose(v T) {
+// Manager.Close has returned; only then is it counted as closed, so that
+// created == closed + detached + live holds whenever nothing is in flight.
+func (p *Pool[T]) enqueueClose(v T, r int) {
 	p.closing.Add(1)
 	p.cmu.Lock()
-	p.closeq = append(p.closeq, v)
+	p.closeq = append(p.closeq, closeReq[T]{v, r})
 	start := p.nclosers < closers
 	if start {
 		p.nclosers++
@@ -150,6 +161,11 @@ func (p *Pool[T]) enqueueClose(v T) {
 	if start {
 		go p.closer()
 	}
+}
+
+type closeReq[T any] struct {
+	v      T
+	reason int
 }
 
 func (p *Pool[T]) closer() {
@@ -162,12 +178,12 @@ func (p *Pool[T]) closer() {
 			p.cmu.Unlock()
 			return
 		}
-		v := p.closeq[0]
-		var zero T
-		p.closeq[0] = zero
+		c := p.closeq[0]
+		p.closeq[0] = closeReq[T]{}
 		p.closeq = p.closeq[1:]
 		p.cmu.Unlock()
-		_ = p.mgr.Close(v)
+		_ = p.mgr.Close(c.v)
+		p.counters.closed[c.reason].Add(1)
 		p.closing.Add(-1)
 		p.freeSlot()
 	}
@@ -207,7 +223,7 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	if old&closedBit == 0 {
-		p.cancel()
+		p.cancel(ErrClosed)
 		for _, w := range ws {
 			w.ch <- hand[T]{closed: true}
 		}

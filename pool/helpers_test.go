@@ -116,3 +116,11 @@ func requireLive(t *testing.T, p *pool.Pool[*obj], n int, msgAndArgs ...any) {
 	t.Helper()
 	require.Eventually(t, func() bool { return p.Stats().Live == n }, 5*time.Second, time.Millisecond, msgAndArgs...)
 }
+
+// settle waits until no object is being closed and returns the pool's stats.
+// Closes run on closer goroutines and are counted when Manager.Close returns.
+func settle(t *testing.T, p *pool.Pool[*obj]) pool.Stats {
+	t.Helper()
+	require.Eventually(t, func() bool { return p.Stats().Closing == 0 }, 5*time.Second, time.Millisecond)
+	return p.Stats()
+}

@@ -31,21 +31,47 @@ func tickFor(c Config) time.Duration {
 }
 
 // peakTracker keeps the recent peak of objects in use (leased, connecting,
-// or wanted by waiters), sampled every tick over two half-windows of
-// MaxIdleTime. Owned by the maintainer goroutine.
+// or wanted by waiters) over two half-windows of MaxIdleTime. It is fed a
+// sample every tick and the peakHint connects leave between ticks. Owned by
+// the maintainer goroutine.
 type peakTracker struct {
 	cur, prev int
-	started   time.Duration
+	started   time.Duration // start of the current half-window
+	since     time.Duration // first sample: history is complete a window later
+	sampled   bool
 }
 
 func (t *peakTracker) sample(now time.Duration, inUse int, window time.Duration) {
+	if !t.sampled {
+		t.sampled, t.since, t.started = true, now, now
+	}
 	if now-t.started >= window/2 {
 		t.prev, t.cur, t.started = t.cur, 0, now
 	}
 	t.cur = max(t.cur, inUse)
 }
 
-func (t *peakTracker) peak() int { return max(t.cur, t.prev) }
+// peak returns the peak over the last window, or -1 while the tracker has not
+// yet watched the pool for a whole window: the surplus is what stayed unused
+// for MaxIdleTime, which cannot be known sooner.
+func (t *peakTracker) peak(now, window time.Duration) int {
+	if !t.sampled || now-t.since < window {
+		return -1
+	}
+	return max(t.cur, t.prev)
+}
+
+// notePeak records that live objects reached n (called when a connect
+// succeeds: the pool only grows through connects), for the maintainer's
+// next sample.
+func (p *Pool[T]) notePeak(n int64) {
+	for {
+		h := p.peakHint.Load()
+		if n <= h || p.peakHint.CompareAndSwap(h, n) {
+			return
+		}
+	}
+}
 
 // maintain is the pool's one maintainer goroutine: it advances the coarse
 // clock every tick, keeps MinIdle warm, and every reapEvery ticks (or when
@@ -70,10 +96,11 @@ func (p *Pool[T]) maintain() {
 		now := time.Duration(p.publishClock().ns)
 		if p.maxIdle > 0 {
 			inUse := int(p.live.Load()) - p.idleLen() + int(p.state.Load()&waiterMask)
+			inUse = max(inUse, int(p.peakHint.Swap(0)))
 			peak.sample(now, inUse, p.cfg.MaxIdleTime)
 		}
 		if poked || (timed && ticks%reapEvery == 0) {
-			p.reap(peak.peak())
+			p.reap(peak.peak(now, p.cfg.MaxIdleTime))
 		}
 		p.warm()
 	}
@@ -86,8 +113,10 @@ func (p *Pool[T]) idleLen() int {
 
 // reap takes every idle object (every per-P stack, the exchange, the spill),
 // closes those past their lifetime or idle time or made before a Reset,
-// closes the surplus (above MaxSize after a shrink; above the recent peak of
-// use plus MinIdle when MaxIdleTime is set, least recently used first) and
+// closes the surplus (above MaxSize after a shrink; above the peak of use over
+// the last MaxIdleTime plus MinIdle when MaxIdleTime is set and the pool has
+// been watched that long — peak < 0 means not yet — least recently used
+// first) and
 // gives the rest back. No lock is held while the Manager runs.
 func (p *Pool[T]) reap(peak int) {
 	var idle []*entry[T]
@@ -119,7 +148,7 @@ func (p *Pool[T]) reap(peak int) {
 	live := int(p.live.Load())
 	over := live - int(p.maxSize.Load())
 	surplus := max(over, 0)
-	if p.maxIdle > 0 {
+	if p.maxIdle > 0 && peak >= 0 {
 		surplus = max(surplus, live-(peak+p.cfg.MinIdle))
 	}
 	if surplus > 0 {

@@ -48,7 +48,7 @@ type Pool[T any] struct {
 	tick     time.Duration
 	local    *shard.Stealable[entry[T]]
 	ctx      context.Context // cancelled by Close: connects and the maintainer
-	cancel   context.CancelFunc
+	cancel   context.CancelCauseFunc
 	sem      chan struct{} // bounds concurrent Manager.Connect calls
 	kick     chan struct{} // asks the maintainer for an early pass (1-buffered)
 	doneCh   chan struct{} // closed once closed, nothing live, no goroutine
@@ -91,7 +91,7 @@ type Pool[T any] struct {
 
 	// cmu guards closeq and nclosers.
 	cmu      sync.Mutex
-	closeq   []T
+	closeq   []closeReq[T]
 	nclosers int
 
 	// goroutines counts the goroutines this pool started that have not
@@ -102,6 +102,10 @@ type Pool[T any] struct {
 	// closing counts objects queued for, or in, Manager.Close: they still
 	// hold their slots (see discard).
 	closing atomic.Int64
+	// peakHint is the largest live count seen by a connect since the
+	// maintainer last looked (see notePeak): the ticks alone can miss the
+	// short leases that made the pool grow.
+	peakHint atomic.Int64
 
 	// Connect backoff, shared by the maintainer and TryAcquire's background
 	// connects: after failures consecutive failures, no background connect
@@ -186,7 +190,7 @@ func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 	}
 	p.relCheck, _ = m.(ReleaseChecker[T])
 	p.clock.Store(&tick{at: p.start})
-	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.ctx, p.cancel = context.WithCancelCause(context.Background())
 	p.maxSize.Store(int64(cfg.MaxSize))
 	p.xch.Store(&xbox[T]{newExchange[T](cfg.Exchange, cfg.MaxSize)})
 	p.goroutines.Add(1)
@@ -540,17 +544,26 @@ func (p *Pool[T]) afterPublish() {
 	}
 }
 
-// reserve takes a slot under maxSize for a connect.
+// reserve takes a slot under maxSize for a connect. It refuses once the pool
+// is closed: it raises live, then looks at the closed bit, while Close sets
+// the bit, then looks at live (checkDone); both are sequentially consistent,
+// so either reserve sees the bit and gives the slot back, or Close sees the
+// slot and waits for it. No connect starts after Close has returned.
 func (p *Pool[T]) reserve() bool {
 	for {
 		n := p.live.Load()
-		if n >= p.maxSize.Load() {
+		if n >= p.maxSize.Load() || p.state.Load()&closedBit != 0 {
 			return false
 		}
 		if p.live.CompareAndSwap(n, n+1) {
-			return true
+			break
 		}
 	}
+	if p.state.Load()&closedBit != 0 {
+		p.freeSlot()
+		return false
+	}
+	return true
 }
 
 // freeSlot gives up a slot (an object closed or detached, a failed connect)
@@ -574,8 +587,7 @@ func (p *Pool[T]) freeSlot() {
 // it), so that the server never sees more than MaxSize connections: a waiter
 // does not dial a replacement while the old connection is still open.
 func (p *Pool[T]) discard(e *entry[T], r int) {
-	p.counters.closed[r].Add(1)
-	p.enqueueClose(e.value)
+	p.enqueueClose(e.value, r)
 }
 
 // drainIdle closes every idle object (Close, or a put that raced with it).
@@ -606,6 +618,7 @@ func (p *Pool[T]) newEntry(v T) *entry[T] {
 	at := p.start.Add(d)
 	e := &entry[T]{p: p, value: v, created: now, lastUsed: now, epoch: p.epoch.Load(),
 		m: manager.Metrics{Created: at, LastUsed: at}}
+	p.notePeak(p.live.Load())
 	if lt := p.cfg.MaxLifetime; lt > 0 {
 		if j := p.cfg.LifetimeJitter; j > 0 {
 			lt -= time.Duration(rand.Int64N(int64(j)))

@@ -168,7 +168,7 @@ func TestExpiryChecks(t *testing.T) {
 		require.Equal(t, int64(1), l.Value().id, "jitter < 1 minute: still alive at 59m")
 		p.AdvanceClock(2 * time.Minute)
 		l.Release() // checked at release: closed
-		require.Equal(t, uint64(1), p.Stats().ClosedLifetime)
+		require.Equal(t, uint64(1), settle(t, p).ClosedLifetime)
 		l = acquire(t, p)
 		require.Equal(t, int64(2), l.Value().id)
 		l.Release()
@@ -222,7 +222,7 @@ func TestRecycle(t *testing.T) {
 	require.Equal(t, int64(2), l.Value().id, "a failed recycle closes the object and Acquire connects")
 	fail.Store(false)
 	l.Release()
-	require.Equal(t, uint64(1), p.Stats().ClosedRecycle)
+	require.Equal(t, uint64(1), settle(t, p).ClosedRecycle)
 }
 
 // Point 2: on a hand-off the waiter recycles under its own context; on
@@ -520,7 +520,7 @@ func TestReleaseCheckAndReleaseAfterClose(t *testing.T) {
 	require.NoError(t, err)
 	m.inTx.Store(true)
 	acquire(t, p).Release()
-	require.Equal(t, uint64(1), p.Stats().ClosedReleaseCheck)
+	require.Equal(t, uint64(1), settle(t, p).ClosedReleaseCheck)
 	m.inTx.Store(false)
 
 	blocking.Store(true)
@@ -616,7 +616,7 @@ func TestClose(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return p2.Stats().Connecting == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, p2.Close(context.Background()))
-	require.ErrorIs(t, <-errc, context.Canceled)
+	require.ErrorIs(t, <-errc, pool.ErrClosed, "an acquire cut short by Close says so")
 }
 
 // Point 9: SetMaxSize grows (waking waiters) and shrinks (closing surplus).

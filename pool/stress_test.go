@@ -172,12 +172,17 @@ func stress(t *testing.T, maxSize, localDepth int) {
 	<-monitorDone
 
 	// Quiescence: connects in flight finish within ConnectTimeout.
-	require.Eventually(t, func() bool { return p.Stats().Connecting == 0 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { st := p.Stats(); return st.Connecting == 0 && st.Closing == 0 }, 5*time.Second, time.Millisecond)
 	p.SetMaxSize(maxSize)
 	st := p.Stats()
 	require.LessOrEqual(t, st.Live, maxSize)
 	require.Equal(t, uint64(created.Load()), st.Created)
-	require.Equal(t, st.Created, st.Closed+st.Detached+uint64(st.Live), "created == closed + detached + live: %+v", st)
+	// Conservation at a quiescent point (SetMaxSize may have poked the
+	// maintainer into one last pass: wait for it).
+	require.Eventually(t, func() bool {
+		st = p.Stats()
+		return st.Closing == 0 && st.Created == st.Closed+st.Detached+uint64(st.Live)
+	}, 5*time.Second, time.Millisecond, "created == closed + detached + live: %+v", st)
 	require.Equal(t, uint64(detached.Load()), st.Detached)
 	t.Logf("stress %v: %+v", dur, st)
 

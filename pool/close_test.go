@@ -1,0 +1,145 @@
+package pool_test
+
+import (
+	"context"
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/poolkit/poolkit/manager"
+	"github.com/poolkit/poolkit/pool"
+)
+
+// Point 7: no object is closed for idleness after being idle for well under
+// MaxIdleTime. (The shrink toward the recent peak once sampled in-use objects
+// at ticks only, from a zero start, and closed objects whose short leases fell
+// between samples at the first reap.)
+func TestNoIdleCloseBeforeMaxIdleTime(t *testing.T) {
+	var releasedAt, earliest atomic.Int64
+	earliest.Store(math.MaxInt64)
+	f := &fakeMgr{}
+	f.close = func(*obj) {
+		if r := releasedAt.Load(); r != 0 {
+			if d := time.Now().UnixNano() - r; d < earliest.Load() {
+				earliest.Store(d)
+			}
+		}
+	}
+	const maxIdle = 400 * time.Millisecond
+	p := newPool(t, f, pool.Config{MaxSize: 8, MaxIdleTime: maxIdle})
+	var ls []pool.Lease[*obj]
+	for range 4 {
+		ls = append(ls, acquire(t, p))
+	}
+	for _, l := range ls {
+		l.Release()
+	}
+	releasedAt.Store(time.Now().UnixNano())
+	time.Sleep(300 * time.Millisecond)
+	st := p.Stats()
+	if e := earliest.Load(); e != math.MaxInt64 {
+		t.Errorf("an object was closed after only %v idle (MaxIdleTime %v); ClosedIdle=%d Live=%d",
+			time.Duration(e), maxIdle, st.ClosedIdle, st.Live)
+	}
+}
+
+// Point 9: a shrink that leaves room for every live object (8 -> 7 with 4
+// live) closes nothing, though it pokes the maintainer into a reap.
+func TestSetMaxSizeShrinkKeepsObjectsThatFit(t *testing.T) {
+	f := &fakeMgr{}
+	p := newPool(t, f, pool.Config{MaxSize: 8, MaxIdleTime: time.Hour})
+	var ls []pool.Lease[*obj]
+	for range 4 {
+		ls = append(ls, acquire(t, p))
+	}
+	for _, l := range ls {
+		l.Release()
+	}
+	p.SetMaxSize(7)
+	time.Sleep(100 * time.Millisecond) // let the poked maintainer run its pass
+	st := p.Stats()
+	require.Equal(t, 4, st.Live, "4 live objects fit under MaxSize 7 and were used just now: %+v", st)
+	require.Zero(t, st.ClosedIdle+st.ClosedShrink, "%+v", st)
+}
+
+// Point 8: an Acquire cut short by Close while its connect is in flight
+// reports ErrClosed (not the pool's internal context.Canceled, which callers
+// would read as "my context was cancelled").
+func TestAcquireCutByCloseMatchesErrClosed(t *testing.T) {
+	inConnect := make(chan struct{})
+	f := &fakeMgr{connect: func(ctx context.Context) error { close(inConnect); <-ctx.Done(); return ctx.Err() }}
+	p, err := pool.New[*obj](f, pool.Config{MaxSize: 1})
+	require.NoError(t, err)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.Acquire(context.Background())
+		errc <- err
+	}()
+	<-inConnect // Manager.Connect is in flight
+	require.NoError(t, p.Close(context.Background()))
+	err = <-errc
+	require.ErrorIs(t, err, pool.ErrClosed, "got %q", err)
+}
+
+// Point 8: an Acquire that began before Close (here: stalled in Recycle of an
+// idle object while Close runs) does not go on, after Close, to reserve a slot
+// and dial: no Manager.Connect runs after Close began and no fresh object comes
+// out of a closed pool (reserve refuses once the pool is closed).
+func TestAcquireInFlightDoesNotConnectAfterClose(t *testing.T) {
+	var leases, connects int
+	for range 20 {
+		var closing atomic.Bool
+		var connectsAfterClose, recycles atomic.Int32
+		inRecycle := make(chan struct{})
+		unblock := make(chan struct{})
+		f := &fakeMgr{
+			connect: func(ctx context.Context) error {
+				if closing.Load() {
+					connectsAfterClose.Add(1)
+				}
+				return nil // a manager that does not look at ctx
+			},
+			recycle: func(ctx context.Context, o *obj, m manager.Metrics) error {
+				if recycles.Add(1) == 2 { // the second idle object: inside acquireSlow
+					close(inRecycle)
+					<-unblock
+				}
+				return errFake
+			},
+		}
+		p, err := pool.New[*obj](f, pool.Config{MaxSize: 2})
+		require.NoError(t, err)
+		a, b := acquire(t, p), acquire(t, p)
+		a.Release()
+		b.Release() // two idle, used objects: each taker recycles them
+
+		type res struct {
+			l   pool.Lease[*obj]
+			err error
+		}
+		resc := make(chan res, 1)
+		go func() {
+			l, err := p.Acquire(context.Background())
+			resc <- res{l, err}
+		}()
+		<-inRecycle
+		closing.Store(true)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		require.ErrorIs(t, p.Close(ctx), context.DeadlineExceeded) // the object in Recycle is live
+		cancel()
+		close(unblock) // Recycle fails: the acquire goes on, after Close
+		r := <-resc
+		if r.err == nil {
+			leases++
+			r.l.Release()
+		}
+		require.NoError(t, p.Close(context.Background()))
+		connects += int(connectsAfterClose.Load())
+	}
+	if leases > 0 || connects > 0 {
+		t.Fatalf("in 20 runs: Manager.Connect ran %d times after Close began, and an Acquire that was in flight at Close returned a fresh lease %d times", connects, leases)
+	}
+}
