@@ -51,6 +51,7 @@ func (p *Pool[T]) dial(req *connReq[T]) {
 	var v T
 	var err error
 	p.counters.connects.Add(1)
+	epoch := p.epoch.Load()
 	select {
 	case p.sem <- struct{}{}:
 		if p.ctx.Err() == nil { // both cases may be ready: Close wins
@@ -75,7 +76,7 @@ func (p *Pool[T]) dial(req *connReq[T]) {
 	} else {
 		p.failures.Store(0)
 		p.counters.created.Add(1)
-		e = p.newEntry(v)
+		e = p.newEntry(v, epoch)
 	}
 	p.connecting.Add(-1)
 	if err != nil {

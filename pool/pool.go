@@ -612,11 +612,13 @@ func (p *Pool[T]) drainIdle(r int) {
 
 // newEntry records a freshly connected object. Its lifetime jitter is drawn
 // here, once.
-func (p *Pool[T]) newEntry(v T) *entry[T] {
+// epoch is the Reset epoch when its connect started: a Reset during the
+// connect makes the new object stale at its first check.
+func (p *Pool[T]) newEntry(v T, epoch uint64) *entry[T] {
 	d := p.now()
 	now := int64(d)
 	at := p.start.Add(d)
-	e := &entry[T]{p: p, value: v, created: now, lastUsed: now, epoch: p.epoch.Load(),
+	e := &entry[T]{p: p, value: v, created: now, lastUsed: now, epoch: epoch,
 		m: manager.Metrics{Created: at, LastUsed: at}}
 	p.notePeak(p.live.Load())
 	if lt := p.cfg.MaxLifetime; lt > 0 {

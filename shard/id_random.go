@@ -4,9 +4,6 @@ package shard
 
 import "math/rand/v2"
 
-// minShards is the smallest table. The table is sized from GOMAXPROCS as in
-// the other builds, so a program on one P gets one stack here too.
-const minShards = 1
 
 // randomIDs reports whether stack ids are drawn at random (no P ids).
 const randomIDs = true

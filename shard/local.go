@@ -62,7 +62,7 @@ func NewLocal[T any](depth int, drop func(T)) *Local[T] {
 		panic("shard: depth must be in [1, MaxDepth]")
 	}
 	l := &Local[T]{depth: depth, drop: drop}
-	l.cur.Store(l.newTable(max(runtime.GOMAXPROCS(0), minShards)))
+	l.cur.Store(l.newTable(runtime.GOMAXPROCS(0)))
 	return l
 }
 

@@ -41,7 +41,7 @@ type procs[S any] struct {
 func (p *procs[S]) init(newShard func() *S, withMask bool) {
 	p.newShard = newShard
 	p.withMask = withMask
-	t := newTable[S](max(runtime.GOMAXPROCS(0), minShards), withMask)
+	t := newTable[S](runtime.GOMAXPROCS(0), withMask)
 	for i := range t.shards {
 		t.shards[i] = newShard()
 	}

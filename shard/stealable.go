@@ -151,12 +151,16 @@ func (s *Stealable[T]) Pop() *T {
 // second look sees the new value or the owner sees the cleared bit and sets it
 // again: a stack with values never stays unmarked.
 func (s *Stealable[T]) Steal() *T {
+	// The scan runs unpinned (it may visit every stack): only the count
+	// needs the caller's own stack, so it pins again, briefly, on a hit.
 	t, pid := s.p.enter()
+	end()
 	x := steal(t, pid)
 	if x != nil {
+		t, pid = s.p.enter()
 		t.shards[pid].steal.add(1) // the caller's own stack's counter: owner-only, like hits
+		end()
 	}
-	end()
 	return x
 }
 

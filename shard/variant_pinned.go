@@ -4,8 +4,6 @@ package shard
 
 import "github.com/poolkit/poolkit/internal/pin"
 
-// minShards is the smallest table: one stack per P is enough when P ids exist.
-const minShards = 1
 
 // guard is the per-stack exclusion. In this build pinning is the exclusion: only
 // the goroutine running on a P, while pinned, touches that P's stack, so guard
