@@ -4,7 +4,6 @@ package shard
 
 import "github.com/poolkit/poolkit/internal/pin"
 
-
 // randomIDs reports whether stack ids are drawn at random (no P ids).
 const randomIDs = false
 

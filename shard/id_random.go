@@ -4,7 +4,6 @@ package shard
 
 import "math/rand/v2"
 
-
 // randomIDs reports whether stack ids are drawn at random (no P ids).
 const randomIDs = true
 

@@ -4,7 +4,6 @@ package shard
 
 import "github.com/poolkit/poolkit/internal/pin"
 
-
 // guard is the per-stack exclusion. In this build pinning is the exclusion: only
 // the goroutine running on a P, while pinned, touches that P's stack, so guard
 // is empty and its methods compile away.
