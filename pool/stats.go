@@ -44,7 +44,7 @@ type Stats struct {
 	Timeouts      uint64 // waits or connects ended by a deadline
 	Cancels       uint64 // waits or connects ended by a cancellation
 
-	Closed             uint64 // sum of the Closed* reasons below
+	Closed             uint64 // objects whose Manager.Close has returned (Closing counts those still queued or in it): the sum of the Closed* reasons below
 	ClosedLifetime     uint64
 	ClosedIdle         uint64 // past MaxIdleTime, or surplus above recent peak use
 	ClosedUses         uint64

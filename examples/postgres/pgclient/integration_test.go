@@ -134,6 +134,9 @@ func TestDBRunsQueriesOnPostgres(t *testing.T) {
 	// A connection released inside a transaction is closed, not pooled.
 	_, err = db.Query(ctx, "BEGIN")
 	require.NoError(t, err)
+	// Closes are counted when Manager.Close returns, on the pool's closer
+	// goroutines: wait until none is in flight.
+	require.Eventually(t, func() bool { return db.Stats().Closing == 0 }, 10*time.Second, time.Millisecond)
 	s := db.Stats()
 	require.EqualValues(t, 1, s.ClosedReleaseCheck)
 	require.Zero(t, s.ClosedDestroy)
@@ -247,6 +250,9 @@ func TestDBSurvivesTerminatedBackends(t *testing.T) {
 	wg.Wait()
 	sample()
 
+	// Closes are counted when Manager.Close returns, on the pool's closer
+	// goroutines: wait until none is in flight.
+	require.Eventually(t, func() bool { return db.Stats().Closing == 0 }, 10*time.Second, time.Millisecond)
 	s := db.Stats()
 	t.Logf("queries=%d killRounds=%d killed=%d retries=%d failed=%d maxSeen=%d created=%d closedRecycle=%d closedDestroy=%d closedReleaseCheck=%d",
 		queries.Load(), killRounds, killed, db.Retries(), failed.Load(), maxSeen, s.Created, s.ClosedRecycle, s.ClosedDestroy, s.ClosedReleaseCheck)

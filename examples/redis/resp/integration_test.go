@@ -138,6 +138,9 @@ func TestClientRunsCommandsOnRedis(t *testing.T) {
 	require.NoError(t, err)
 
 	require.Len(t, a.clientIDs(name), 1, "one goroutine, one connection, named")
+	// Closes are counted when Manager.Close returns, on the pool's closer
+	// goroutines: wait until none is in flight.
+	require.Eventually(t, func() bool { return c.Stats().Closing == 0 }, 10*time.Second, time.Millisecond)
 	s := c.Stats()
 	require.Zero(t, s.ClosedDestroy, "no connection was destroyed")
 	require.Zero(t, c.Retries())
@@ -260,6 +263,9 @@ func TestClientSurvivesServerSideKills(t *testing.T) {
 	<-sampled
 	require.NoError(t, sampleErr, "sampling CLIENT LIST")
 
+	// Closes are counted when Manager.Close returns, on the pool's closer
+	// goroutines: wait until none is in flight.
+	require.Eventually(t, func() bool { return c.Stats().Closing == 0 }, 10*time.Second, time.Millisecond)
 	s := c.Stats()
 	t.Logf("rounds=%d (3 commands each) killRounds=%d killed=%d retries=%d failed=%d samples=%d maxSeen=%d created=%d closedRecycle=%d closedDestroy=%d",
 		rounds.Load(), killRounds, killed, c.Retries(), failed.Load(), samples.Load(), maxSeen.Load(), s.Created, s.ClosedRecycle, s.ClosedDestroy)
