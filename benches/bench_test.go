@@ -1,10 +1,15 @@
 package benches
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/poolkit/poolkit/benches/internal/e2e"
+	"github.com/poolkit/poolkit/benches/internal/results"
 	"github.com/poolkit/poolkit/benches/internal/workload"
 )
 
@@ -63,6 +68,9 @@ func runEntry(b *testing.B, c workload.Case, e workload.Entry) {
 		runWorkers(ops, func(i int) int { return b.N/w + btoi(i < b.N%w) }, &errs)
 	}
 	b.StopTimer()
+	if in.Dials != nil {
+		b.ReportMetric(float64(in.Dials())/float64(b.N), "dials/op")
+	}
 	if n := errs.Load(); n > 0 {
 		b.Fatalf("%d ops failed", n)
 	}
@@ -91,4 +99,46 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// BenchmarkE2E runs the end-to-end cases with pools of MaxSize
+// e2e.DefaultMaxSize: against the in-process echo server always, against
+// Redis and PostgreSQL where POOLKIT_REDIS_ADDR and POOLKIT_POSTGRES_DSN name
+// them (skipped otherwise), e.g.
+// BenchmarkE2E/Server=redis/Phase=oversubscribed/Impl=puddle. Beside ns/op
+// it reports dials/op: the connections dialled per op, the set-up included.
+func BenchmarkE2E(b *testing.B) {
+	env, err := e2e.Open(context.Background(), e2e.FromEnv())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer env.Close()
+	for _, s := range env.Skipped {
+		b.Fatalf("%s (set by %s or %s)", results.SkipLine(s), e2e.EnvRedisAddr, e2e.EnvPostgresDSN)
+	}
+	cases := env.Cases(context.Background(), e2e.DefaultMaxSize)
+	for _, server := range []string{e2e.ServerEcho, e2e.ServerRedis, e2e.ServerPostgres} {
+		if !slices.Contains(env.Servers(), server) {
+			b.Run("Server="+server, func(b *testing.B) { b.Skip(e2eSkipReason(server)) })
+			continue
+		}
+		var mine []workload.Case
+		for _, c := range cases {
+			if c.Group == "Server="+server {
+				mine = append(mine, c)
+			}
+		}
+		runCases(b, mine)
+	}
+}
+
+// e2eSkipReason says how to run the end-to-end cases of server.
+func e2eSkipReason(server string) string {
+	switch server {
+	case e2e.ServerRedis:
+		return fmt.Sprintf("end to end: set %s (e.g. %s=%s) to run it against a real server", e2e.EnvRedisAddr, e2e.EnvRedisAddr, e2e.DefaultRedisAddr)
+	case e2e.ServerPostgres:
+		return fmt.Sprintf("end to end: set %s (e.g. %s='%s') to run it against a real server", e2e.EnvPostgresDSN, e2e.EnvPostgresDSN, e2e.DefaultPostgresDSN)
+	}
+	return "end to end: " + server + " is not available"
 }

@@ -10,6 +10,13 @@
 //	go test -run '^$' -bench 'Pool/HotPath' -count 10 ./benches/...
 //	go test -run '^$' -bench 'Bytes/Realistic' -count 10 ./benches/...
 //
+// BenchmarkE2E pools real connections — to an in-process echo server, and
+// to Redis and PostgreSQL where POOLKIT_REDIS_ADDR and POOLKIT_POSTGRES_DSN
+// name them — against puddle, pgxpool, database/sql (pgx's stdlib driver),
+// one connection per goroutine and no pool at all (internal/e2e):
+//
+//	go test -run '^$' -bench 'E2E/Server=echo' -count 10 ./benches/...
+//
 // Their output is benchstat's input. The poolbench command (cmd/poolbench)
 // runs the same cases in alternating rounds, reports the spread and the
 // latency distribution, and generates docs/BENCHMARKS.md.

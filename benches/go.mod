@@ -3,10 +3,12 @@ module github.com/poolkit/poolkit/benches
 go 1.26
 
 require (
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/jackc/puddle/v2 v2.2.3
 	github.com/libp2p/go-buffer-pool v0.1.0
 	github.com/poolkit/poolkit v0.0.0-00010101000000-000000000000
-	github.com/stretchr/testify v1.10.0
+	github.com/poolkit/poolkit/examples v0.0.0-00010101000000-000000000000
+	github.com/stretchr/testify v1.11.1
 	github.com/valyala/bytebufferpool v1.0.0
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0
@@ -20,13 +22,19 @@ require (
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sync v0.16.0 // indirect
-	golang.org/x/text v0.28.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
-// The root module is not published; inside the repository the go.work ties
-// the two, and this replace keeps the module buildable with GOWORK=off.
-replace github.com/poolkit/poolkit => ../
+// The root module and the examples are not published; inside the repository
+// the go.work ties them, and these replaces keep the module buildable with
+// GOWORK=off.
+replace (
+	github.com/poolkit/poolkit => ../
+	github.com/poolkit/poolkit/examples => ../examples
+)

@@ -20,13 +20,16 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/poolkit/poolkit/benches/internal/e2e"
 	"github.com/poolkit/poolkit/benches/internal/measure"
 	"github.com/poolkit/poolkit/benches/internal/report"
 	"github.com/poolkit/poolkit/benches/internal/results"
+	"github.com/poolkit/poolkit/benches/internal/sockets"
 	"github.com/poolkit/poolkit/benches/internal/workload"
 )
 
@@ -81,10 +84,23 @@ const modeHelp = `
   burst      Bytes/Burst (N × 64 KiB)
   exchange   Pool/Exchange (poolkit's ring, mutex, none)
   stats      Pool/StatsOverhead, Bytes/StatsOverhead
-  all        every group of the Go benchmarks`
+  all        every group of the Go benchmarks but E2E
+  e2e        end to end: pools of real connections to the in-process echo server, Redis
+             (-redis) and PostgreSQL (-postgres), steady, oversubscribed and no pool;
+             a server that does not answer is skipped with a note`
+
+// modeE2E is the end-to-end mode; its cases need servers, so it is not in
+// modes.
+const modeE2E = "e2e"
 
 // modeNames lists the modes in the order the usage gives them.
-var modeNames = []string{"default", "hotpath", "parallel", "realistic", "mixed", "burst", "exchange", "stats", "all"}
+var modeNames = []string{"default", "hotpath", "parallel", "realistic", "mixed", "burst", "exchange", "stats", "all", modeE2E}
+
+// e2eDuration is how long each end-to-end contender runs per round unless
+// -duration or -ops says otherwise: long enough for a p99.9 of a few
+// thousand requests per goroutine, short enough that -mode=e2e ends within
+// about three minutes on two cores.
+const e2eDuration = 500 * time.Millisecond
 
 // defaultCases is the representative comparison: the object pool's hot
 // path and 4× GOMAXPROCS goroutines on a pool of 8, and 64 KiB buffers:
@@ -124,6 +140,11 @@ type config struct {
 	output   string
 	out      string
 	note     string
+	// e2e: -mode includes e2e; the end-to-end cases run for e2eDur (or
+	// ops), against redis and postgres ("" leaves one out).
+	e2e             bool
+	e2eDur          time.Duration
+	redis, postgres string
 }
 
 // parse parses the flags of a measuring run. Errors are reported, with the
@@ -133,13 +154,19 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("poolbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	mode := fs.String("mode", "default", "what to run, comma-separated: "+strings.Join(modeNames, "|")+modeHelp)
-	fs.IntVar(&c.workers, "workers", 0, "goroutines of the multi-goroutine cases, instead of their sweep (0: the sweep)")
+	fs.IntVar(&c.workers, "workers", 0, "goroutines of the multi-goroutine cases, instead of their sweep (0: the sweep);\n-mode=e2e: the pools' MaxSize and the steady phase's goroutines (0: "+strconv.Itoa(e2e.DefaultMaxSize)+")")
 	fs.Int64Var(&c.ops, "ops", 0, "ops per contender per round, all goroutines together (0: run for -duration)")
-	fs.DurationVar(&c.duration, "duration", 100*time.Millisecond, "how long each contender runs per round, when -ops is 0")
+	fs.DurationVar(&c.duration, "duration", 100*time.Millisecond, "how long each contender runs per round, when -ops is 0 (-mode=e2e: "+e2eDuration.String()+" unless given)")
 	fs.IntVar(&c.rounds, "rounds", 5, "rounds per case; each round runs every contender once")
 	fs.StringVar(&c.output, "output", "text", "output format: text|json|markdown")
 	fs.StringVar(&c.out, "o", "", "write the output to `FILE` instead of stdout")
 	fs.StringVar(&c.note, "note", "", "a note to keep in the results (and in the report)")
+	fs.StringVar(&c.redis, "redis", envOr(e2e.EnvRedisAddr, e2e.DefaultRedisAddr),
+		"-mode=e2e: the Redis server's `host:port`, $"+e2e.EnvRedisAddr+" if set; empty: leave Redis out")
+	fs.StringVar(&c.postgres, "postgres", envOr(e2e.EnvPostgresDSN, e2e.DefaultPostgresDSN),
+		"-mode=e2e: the PostgreSQL connection string (`DSN`), $"+e2e.EnvPostgresDSN+" if set; empty: leave PostgreSQL out")
+	// The usage shows the default connection string without its password.
+	fs.Lookup("postgres").DefValue = e2e.Redact(c.postgres)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage:
   poolbench [flags]                     measure, print tables
@@ -163,7 +190,9 @@ Flags:
 	}
 	for _, m := range strings.Split(*mode, ",") {
 		m = strings.TrimSpace(m)
-		if _, ok := modes[m]; !ok {
+		if m == modeE2E {
+			c.e2e = true
+		} else if _, ok := modes[m]; !ok {
 			return bad("-mode: unknown mode %q (want %s)", m, strings.Join(modeNames, ", "))
 		}
 		if !slices.Contains(c.modes, m) {
@@ -182,7 +211,29 @@ Flags:
 	case !slices.Contains([]string{"text", "json", "markdown"}, c.output):
 		return bad("-output: unknown format %q (want text, json or markdown)", c.output)
 	}
+	c.e2eDur = e2eDuration
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "duration" {
+			c.e2eDur = c.duration
+		}
+	})
 	return c, nil
+}
+
+// envOr returns $name, or def if it is unset or empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// maxSize is the end-to-end pools' MaxSize.
+func (c config) maxSize() int {
+	if c.workers > 0 {
+		return c.workers
+	}
+	return e2e.DefaultMaxSize
 }
 
 // cases returns the cases of c's modes, each once.
@@ -190,6 +241,9 @@ func (c config) cases() []workload.Case {
 	var out []workload.Case
 	seen := map[string]bool{}
 	for _, m := range c.modes {
+		if m == modeE2E {
+			continue
+		}
 		for _, k := range modes[m](c.workers) {
 			if !seen[k.Name()] {
 				seen[k.Name()] = true
@@ -229,6 +283,9 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		Progress: stderr, ProgressAfter: 3 * time.Second,
 	})
 	f.Cases = cases
+	if c.e2e && err == nil {
+		err = runE2E(ctx, c, &f, stderr)
+	}
 	code := exitOK
 	switch {
 	case errors.Is(err, measure.ErrInterrupted):
@@ -246,10 +303,58 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return code
 }
 
-// commandLine is the invocation, quoted for a POSIX shell.
+// runE2E measures the end-to-end cases of c into f: it starts the echo
+// server, checks the other servers (a server that does not answer is
+// skipped, with a note on stderr and in f), and runs the cases.
+func runE2E(ctx context.Context, c config, f *results.File, stderr io.Writer) error {
+	es := &results.E2ESettings{
+		Ops: c.ops, MaxSize: c.maxSize(),
+		LocalPortRange: sockets.Sysctl("net.ipv4.ip_local_port_range"),
+		TCPTWReuse:     sockets.Sysctl("net.ipv4.tcp_tw_reuse"),
+	}
+	if c.ops == 0 {
+		es.DurationNs = c.e2eDur.Nanoseconds()
+	}
+	f.Settings.E2E = es
+	env, err := e2e.Open(ctx, e2e.Options{RedisAddr: c.redis, PostgresDSN: c.postgres})
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	if ctx.Err() != nil { // the probes failed for that reason
+		return measure.ErrInterrupted
+	}
+	if c.redis == "" {
+		env.Skipped = append(env.Skipped, results.Skip{Server: e2e.ServerRedis, Reason: "-redis is empty"})
+	}
+	if c.postgres == "" {
+		env.Skipped = append(env.Skipped, results.Skip{Server: e2e.ServerPostgres, Reason: "-postgres is empty"})
+	}
+	f.Skipped = env.Skipped
+	for _, s := range env.Skipped {
+		fmt.Fprintf(stderr, "poolbench: e2e: skipping %s\n", results.SkipLine(s))
+	}
+	cases, err := measure.Run(ctx, env.Cases(context.Background(), c.maxSize()), measure.Options{
+		Rounds: c.rounds, Ops: c.ops, Duration: c.e2eDur,
+		Progress: stderr, ProgressAfter: 3 * time.Second,
+	})
+	f.Cases = append(f.Cases, cases...)
+	return err
+}
+
+// commandLine is the invocation, quoted for a POSIX shell, with the
+// password of a -postgres connection string hidden.
 func commandLine(args []string) string {
 	words := []string{"poolbench"}
+	dsnNext := false
 	for _, a := range args {
+		switch name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "="); {
+		case dsnNext:
+			a = e2e.Redact(a)
+		case strings.HasPrefix(a, "-") && name == "postgres" && hasValue:
+			a = a[:len(a)-len(value)] + e2e.Redact(value)
+		}
+		dsnNext = strings.HasPrefix(a, "-") && strings.TrimLeft(a, "-") == "postgres"
 		if a == "" || strings.IndexFunc(a, unsafe) >= 0 {
 			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}

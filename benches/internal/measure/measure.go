@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/poolkit/poolkit/benches/internal/results"
+	"github.com/poolkit/poolkit/benches/internal/sockets"
 	"github.com/poolkit/poolkit/benches/internal/workload"
 )
 
@@ -62,7 +63,8 @@ func Run(ctx context.Context, cases []workload.Case, opt Options) ([]results.Cas
 	for ci, c := range cases {
 		rc := results.Case{
 			Name: c.Name(), Group: c.Top + "/" + c.Group, Params: c.Params, Workers: c.Workers,
-			Unit: c.Unit, Baseline: c.Baseline, Latency: c.Latency,
+			Unit: c.Unit, Baseline: c.Baseline, Latency: c.Latency, Server: c.Server, Setup: c.Setup,
+			TimeWait: c.TimeWaitPort > 0 && sockets.Available(),
 		}
 		for _, e := range c.Entries {
 			rc.Contenders = append(rc.Contenders, results.Contender{Name: e.Name, Key: e.Key})
@@ -85,6 +87,7 @@ func Run(ctx context.Context, cases []workload.Case, opt Options) ([]results.Cas
 					return out, err
 				}
 				round.Round, round.Position = r, pos
+				rc.Dials = rc.Dials || round.Dials > 0
 				rc.Contenders[j].Rounds = append(rc.Contenders[j].Rounds, round)
 			}
 			if opt.Progress != nil && time.Since(began) >= opt.ProgressAfter {
@@ -97,12 +100,38 @@ func Run(ctx context.Context, cases []workload.Case, opt Options) ([]results.Cas
 	return out, nil
 }
 
+// settleFor bounds the wait, after a round, for the sockets its contender
+// closed to reach TIME_WAIT.
+const settleFor = 500 * time.Millisecond
+
 // measureOne sets up a fresh instance of e, calibrates the batch size, warms
-// it up and measures one round.
+// it up and measures one round. For a case with a TimeWaitPort it counts the
+// port's TIME_WAIT sockets before the set-up and after the instance closed.
 func measureOne(ctx context.Context, c workload.Case, e workload.Entry, opt Options) (results.Round, error) {
 	if ctx.Err() != nil {
 		return results.Round{}, ErrInterrupted
 	}
+	var tw *results.TimeWait
+	if c.TimeWaitPort > 0 {
+		if before, err := sockets.Count(c.TimeWaitPort); err == nil {
+			tw = &results.TimeWait{Before: before.TimeWait}
+		}
+	}
+	round, err := measureInstance(ctx, c, e, opt)
+	if err != nil || tw == nil {
+		return round, err
+	}
+	after, err := sockets.Settle(c.TimeWaitPort, settleFor)
+	if err == nil {
+		tw.After = after.TimeWait
+		round.TimeWait = tw
+	}
+	return round, nil
+}
+
+// measureInstance is measureOne from the set-up to the close of the
+// instance.
+func measureInstance(ctx context.Context, c workload.Case, e workload.Entry, opt Options) (results.Round, error) {
 	runtime.GC() // each contender starts from a collected heap
 	in, err := e.Setup()
 	if err != nil {
@@ -155,6 +184,9 @@ func measureOne(ctx context.Context, c workload.Case, e workload.Entry, opt Opti
 	}
 	if hs != nil {
 		round.Latency = worst(hs)
+	}
+	if in.Dials != nil {
+		round.Dials = in.Dials()
 	}
 	return round, nil
 }

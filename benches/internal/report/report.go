@@ -51,7 +51,7 @@ func Write(f results.File, opt Options) error {
 	}
 	for _, p := range old {
 		base := filepath.Base(p)
-		if !keep[base] && (strings.HasPrefix(base, "pool-") || strings.HasPrefix(base, "bytes-")) {
+		if !keep[base] && (strings.HasPrefix(base, "pool-") || strings.HasPrefix(base, "bytes-") || strings.HasPrefix(base, "e2e-")) {
 			if err := os.Remove(p); err != nil {
 				return err
 			}
@@ -89,12 +89,18 @@ func Markdown(w io.Writer, f results.File, in string) error {
 	if f.Interrupted {
 		p("\n> **This run was interrupted**: the tables hold the rounds completed before the stop.\n")
 	}
+	for _, s := range f.Skipped {
+		p("\n> **Skipped.** %s.\n", results.SkipLine(s))
+	}
 
 	p("\n## Headline\n\n")
 	p("Median ns per op; lower is better. The sections below give the spread, the allocations\n")
 	p("and the latency of the worst goroutine.\n")
 	headline(w, f.Cases, "Pool/", 4*m.GOMAXPROCS)
 	headline(w, f.Cases, "Bytes/", 4*m.GOMAXPROCS)
+	if hasE2E(f) {
+		e2eHeadline(w, f.Cases)
+	}
 
 	p("\n## The machine\n\n")
 	p("| | |\n|---|---|\n")
@@ -112,6 +118,9 @@ func Markdown(w io.Writer, f results.File, in string) error {
 	p("| Command | `go run ./benches/cmd/%s` |\n", f.Command)
 
 	writeMethod(w, f)
+	if hasE2E(f) {
+		writeE2EMethod(w, f)
+	}
 
 	p("\n## Results\n")
 	var groups []string
@@ -141,9 +150,72 @@ func Markdown(w io.Writer, f results.File, in string) error {
 		}
 	}
 
-	writeNotClaimed(w)
+	writeNotClaimed(w, hasE2E(f))
 	writeReproduce(w, f, in)
 	return nil
+}
+
+// hasE2E reports whether f holds end-to-end cases.
+func hasE2E(f results.File) bool {
+	for _, c := range f.Cases {
+		if isE2E(c) {
+			return true
+		}
+	}
+	return false
+}
+
+func isE2E(c results.Case) bool { return strings.HasPrefix(c.Group, "E2E/") }
+
+// e2eColumns orders the contenders of the end-to-end headline.
+var e2eColumns = []string{"poolkit", "puddle", "pgxpool", "database/sql", "dedicated", "no pool"}
+
+// e2eHeadline writes a table of the median ops/s of every end-to-end case,
+// one column per contender of any of them.
+func e2eHeadline(w io.Writer, cases []results.Case) {
+	var picked []results.Case
+	var cols []string
+	for _, c := range cases {
+		if !isE2E(c) {
+			continue
+		}
+		picked = append(picked, c)
+		for _, k := range c.Contenders {
+			if !slices.Contains(cols, k.Name) {
+				cols = append(cols, k.Name)
+			}
+		}
+	}
+	rank := func(name string) int {
+		if i := slices.Index(e2eColumns, name); i >= 0 {
+			return i
+		}
+		return len(e2eColumns)
+	}
+	slices.SortStableFunc(cols, func(a, b string) int { return rank(a) - rank(b) })
+	fmt.Fprintf(w, "\nEnd to end: median requests per second, all goroutines together; higher is better.\n")
+	fmt.Fprintf(w, "\n| workload | %s |\n|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)+1))
+	for _, c := range picked {
+		sums := map[string]results.Summary{}
+		for _, s := range c.Summaries() {
+			sums[s.Name] = s
+		}
+		row := []string{fmt.Sprintf("%s (%d goroutine%s)", c.Name, c.Workers, plural(c.Workers))}
+		for _, name := range cols {
+			s, ok := sums[name]
+			switch {
+			case !ok:
+				row = append(row, "—")
+			case s.Baseline:
+				row = append(row, fmt.Sprintf("%s (baseline)", results.Rate(s.OpsPerSec)))
+			case s.Indistinguishable:
+				row = append(row, fmt.Sprintf("%s (indistinguishable)", results.Rate(s.OpsPerSec)))
+			default:
+				row = append(row, results.Rate(s.OpsPerSec))
+			}
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+	}
 }
 
 // relTo turns a path from the repository root into a link from docs/.
@@ -227,9 +299,13 @@ func plural(n int) string {
 
 func writeMethod(w io.Writer, f results.File) {
 	s := f.Settings
-	per := fmt.Sprintf("for %v", time.Duration(s.DurationNs))
-	if s.Ops > 0 {
-		per = fmt.Sprintf("for %d ops (all its goroutines together)", s.Ops)
+	ops, dur := s.Ops, s.DurationNs
+	if s.Mode == "e2e" && s.E2E != nil {
+		ops, dur = s.E2E.Ops, s.E2E.DurationNs
+	}
+	per := fmt.Sprintf("for %v", time.Duration(dur))
+	if ops > 0 {
+		per = fmt.Sprintf("for %d ops (all its goroutines together)", ops)
 	}
 	fmt.Fprintf(w, `
 ## Method
@@ -266,6 +342,63 @@ func writeMethod(w io.Writer, f results.File) {
   make, one sync.Pool of `+"`*[]byte`"+` per size (`+"`syncpool`"+`), libp2p/go-buffer-pool
   (`+"`gobufferpool`"+`) and valyala/bytebufferpool. The code is in `+"`benches/internal`"+`.
 `, s.Rounds, per, (2 * time.Microsecond))
+}
+
+// writeE2EMethod explains the end-to-end cases.
+func writeE2EMethod(w io.Writer, f results.File) {
+	per, size := "", ""
+	if e := f.Settings.E2E; e != nil {
+		per = " " + results.PerContender(e.Ops, e.DurationNs) + ","
+		size = fmt.Sprintf(" (%d here)", e.MaxSize)
+	}
+	fmt.Fprintf(w, `
+### End to end
+
+The E2E groups pool real connections to real servers: the line-echo server of
+`+"`examples/echo`"+`, started in the same process as the clients, and Redis and PostgreSQL on this
+machine. They run the same way as the rest,%s in alternating rounds, in three phases:
+**steady**, as many goroutines as the pools' MaxSize%s, so nobody waits for a connection;
+**oversubscribed**, four times as many; and **nopool**, a connection dialled for every request
+and closed after it, beside poolkit at the same concurrency.
+
+- **Contenders.** poolkit (a `+"`pool.Pool`"+` of the connection type, default settings);
+  jackc/puddle/v2 pooling the same connections, made and closed by the same manager and,
+  since puddle checks nothing itself, running the manager's `+"`Recycle`"+` before it hands a
+  used connection out again, as poolkit does; for PostgreSQL also pgxpool and
+  `+"`database/sql`"+` over pgx's stdlib driver (MaxIdleConns raised to MaxSize); and
+  **dedicated**, one connection per goroutine with no pool and no check, the upper bound
+  and the baseline of the pooled phases (poolkit is that of the nopool phase). The connections are `+"`net.Conn`"+` from
+  `+"`manager.Dialer`"+` (echo), the RESP client of `+"`examples/redis`"+` and `+"`*pgconn.PgConn`"+` from
+  `+"`examples/postgres`"+`; the requests are a line echoed, a PING, and `+"`SELECT 1`"+` over the simple
+  query protocol for every PostgreSQL contender, all under `+"`context.Background()`"+`.
+- **dials** is the number of connections a contender dialled from its set-up to the end of
+  the round, warm-up included (median over the rounds), counted where they are dialled.
+- **TIME_WAIT before → after** counts the sockets of the server's port, at either end, in
+  state TIME_WAIT in `+"`/proc/net/tcp`"+` and `+"`/proc/net/tcp6`"+`, just before the contender is set up
+  and once it has closed its connections, for the round whose difference is the median. A
+  socket stays in TIME_WAIT for 60 s on Linux, so *before* holds what earlier rounds (and
+  other clients of the server) left. The count for one server cannot pass the local ports
+  the kernel gives `+"`connect`"+` (a part of `+"`net.ipv4.ip_local_port_range`"+`%s): near that
+  bound a new dial either takes over a port still in TIME_WAIT, where
+  `+"`net.ipv4.tcp_tw_reuse`"+` allows it (its default, 2, allows it on the loopback only%s), or
+  fails; so *after* − *before* stops following the dials. How near the no-pool phase comes to
+  that ceiling, which a pool never approaches, is the point.
+`, per, size, portRange(f), twReuse(f))
+}
+
+// portRange and twReuse quote the kernel settings of the run, if known.
+func portRange(f results.File) string {
+	if e := f.Settings.E2E; e != nil && e.LocalPortRange != "" {
+		return ", " + strings.Replace(e.LocalPortRange, " ", "–", 1) + " here"
+	}
+	return ""
+}
+
+func twReuse(f results.File) string {
+	if e := f.Settings.E2E; e != nil && e.TCPTWReuse != "" {
+		return ", " + e.TCPTWReuse + " here"
+	}
+	return ""
 }
 
 // groupDocs says what each group measures and why.
@@ -308,11 +441,34 @@ allocator) serve the rest.`,
 size class, beside the other contenders, which have no such setting.`,
 	"Bytes/FullOverwrite": `The buffer is overwritten entirely before use, so the zeroing make does is wasted work
 that a pool saves.`,
+	"E2E/Server=echo": `The line-echo server of examples/echo, in this process: a line written, the same line
+read back, over loopback TCP. The server's goroutines share the CPUs with the clients, so this
+is the cheapest round trip the machine offers, and the one where a pool's own cost shows most.`,
+	"E2E/Server=redis": `Redis on this machine: a PING and its PONG on the example's RESP client, the pool's
+Recycle peeking at the socket before reuse.`,
+	"E2E/Server=postgres": `PostgreSQL on this machine: SELECT 1 over the simple query protocol. Without a pool every
+request pays a connection start-up, a server process included.`,
 	"Bytes/StatsOverhead": `bytepool's 64 KiB hot path while another goroutine calls Stats every millisecond or
 every 10 µs, against the same path with nobody reading.`,
 }
 
-func writeNotClaimed(w io.Writer) {
+func writeNotClaimed(w io.Writer, e2e bool) {
+	endToEnd := `- **Anything end to end.** These are pools alone, with stand-in objects and no network; a
+  comparison against a real server belongs to the end-to-end benchmarks, which are not part
+  of this report.
+`
+	if e2e {
+		endToEnd = `- **That the end-to-end tables rank the pools.** A round trip through the kernel and a
+  server costs tens of microseconds, a pool operation well under one, and the clients, the
+  servers and the kernel share the same few CPUs with whatever else the machine runs. What
+  these tables support is the size of the gaps that dwarf the spread (pooled against no pool,
+  a pool against one connection per goroutine when goroutines outnumber connections), not an
+  order among pools whose ranges overlap.
+- **That TIME_WAIT counts are exact.** They count every socket of the server's port, other
+  clients' included; sockets left by earlier rounds can expire during a round, and near the
+  kernel's port limit new dials take over ports still in TIME_WAIT.
+`
+	}
 	fmt.Fprint(w, `
 ## What we do not claim
 
@@ -331,10 +487,7 @@ func writeNotClaimed(w io.Writer) {
   a latency sample is the mean of a batch; an outlier inside a batch is averaged away.
 - **Small allocation counts.** allocs/op counts the whole process: a fraction well below
   one can be the harness or a pool's own goroutines.
-- **Anything end to end.** These are pools alone, with stand-in objects and no network; a
-  comparison against a real server belongs to the end-to-end benchmarks, which are not part
-  of this report.
-`)
+`+endToEnd)
 }
 
 func writeReproduce(w io.Writer, f results.File, in string) {
@@ -363,4 +516,12 @@ git checkout NEW && go test -run '^$' -bench 'Pool/HotPath|Bytes/Realistic' -cou
 go run golang.org/x/perf/cmd/benchstat@latest old.txt new.txt
 `+"```"+`
 `, f.Command, in)
+	if hasE2E(f) {
+		fmt.Fprint(w, `
+The end-to-end groups run with `+"`-mode=e2e`"+` (against `+"`-redis`"+` and `+"`-postgres`"+`, by default
+`+"`$POOLKIT_REDIS_ADDR`"+` and `+"`$POOLKIT_POSTGRES_DSN`"+`; a server that does not answer is skipped with
+a note), and as `+"`BenchmarkE2E/Server=redis/Phase=oversubscribed/Impl=poolkit`"+` and so on, which
+skip Redis and PostgreSQL unless those variables are set.
+`)
+	}
 }

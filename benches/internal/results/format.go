@@ -72,6 +72,26 @@ func Rate(x float64) string {
 	return sig3(x)
 }
 
+// Count formats a count with thousands separators: "12,345"; "—" for NaN.
+// A fraction is rounded.
+func Count(x float64) string {
+	if math.IsNaN(x) {
+		return "—"
+	}
+	digits := fmt.Sprintf("%.0f", math.Abs(x))
+	var b strings.Builder
+	if x <= -0.5 {
+		b.WriteByte('-')
+	}
+	for i, d := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	return b.String()
+}
+
 // Allocs formats allocations per op: "0", "1", "0.031".
 func Allocs(x float64) string {
 	switch {
@@ -118,6 +138,16 @@ func Row(c Case, s Summary) []string {
 			row = append(row, "—", "—", "—", "—")
 		}
 	}
+	if c.Dials {
+		row = append(row, Count(s.Dials))
+	}
+	if c.TimeWait {
+		if t := s.TimeWait; t != nil {
+			row = append(row, fmt.Sprintf("%s → %s", Count(float64(t.Before)), Count(float64(t.After))))
+		} else {
+			row = append(row, "—")
+		}
+	}
 	cmp := Comparison(s)
 	if s.Errors > 0 {
 		cmp += fmt.Sprintf(" (%d ops failed)", s.Errors)
@@ -130,6 +160,12 @@ func Header(c Case) []string {
 	h := []string{"contender", "ops/s", "ns/op best (median)", "allocs/op"}
 	if c.Latency {
 		h = append(h, "p50", "p99", "p99.9", "max")
+	}
+	if c.Dials {
+		h = append(h, "dials")
+	}
+	if c.TimeWait {
+		h = append(h, "TIME_WAIT before → after")
 	}
 	return append(h, "vs "+c.Baseline)
 }
@@ -145,7 +181,15 @@ func Describe(c Case) string {
 	for _, k := range c.Contenders {
 		rounds = max(rounds, len(k.Rounds))
 	}
-	s := fmt.Sprintf("%s; one op = %s; %d rounds", g, c.Unit, rounds)
+	s := g
+	if c.Setup != "" {
+		s += "; " + c.Setup
+	}
+	s += "; one op = " + c.Unit
+	if c.Server != "" {
+		s += "; against " + c.Server
+	}
+	s += fmt.Sprintf("; %d rounds", rounds)
 	if c.Latency {
 		s += "; latency of the worst goroutine"
 	}
@@ -158,6 +202,9 @@ func WriteText(w io.Writer, f File) error {
 	fmt.Fprintf(w, "poolbench: %s, %d CPUs, GOMAXPROCS=%d, %s, %s, commit %s\n",
 		m.CPU, m.Cores, m.GOMAXPROCS, m.GoVersion, m.Kernel, short(m.Commit))
 	fmt.Fprintf(w, "%s\n", settingsLine(f.Settings))
+	for _, s := range f.Skipped {
+		fmt.Fprintf(w, "skipped: %s\n", SkipLine(s))
+	}
 	for _, c := range f.Cases {
 		fmt.Fprintf(w, "\n%s\n  %s\n", c.Name, Describe(c))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -176,15 +223,31 @@ func WriteText(w io.Writer, f File) error {
 	return err
 }
 
+// SkipLine says which server was skipped and why.
+func SkipLine(s Skip) string {
+	return fmt.Sprintf("%s, not measured: %s", s.Server, s.Reason)
+}
+
+// PerContender says how long each contender ran per round.
+func PerContender(ops, durationNs int64) string {
+	if ops > 0 {
+		return fmt.Sprintf("%d ops per contender per round", ops)
+	}
+	return fmt.Sprintf("%v per contender per round", time.Duration(durationNs))
+}
+
 // settingsLine describes the run's settings.
 func settingsLine(s Settings) string {
-	per := fmt.Sprintf("%v per contender per round", time.Duration(s.DurationNs))
-	if s.Ops > 0 {
-		per = fmt.Sprintf("%d ops per contender per round", s.Ops)
+	if s.Mode == "e2e" && s.E2E != nil {
+		return fmt.Sprintf("mode %s, %d rounds, %s, pools of MaxSize %d",
+			s.Mode, s.Rounds, PerContender(s.E2E.Ops, s.E2E.DurationNs), s.E2E.MaxSize)
 	}
-	line := fmt.Sprintf("mode %s, %d rounds, %s", s.Mode, s.Rounds, per)
+	line := fmt.Sprintf("mode %s, %d rounds, %s", s.Mode, s.Rounds, PerContender(s.Ops, s.DurationNs))
 	if s.Workers > 0 {
 		line += fmt.Sprintf(", %d goroutines", s.Workers)
+	}
+	if s.E2E != nil {
+		line += fmt.Sprintf("; end to end: %s, pools of MaxSize %d", PerContender(s.E2E.Ops, s.E2E.DurationNs), s.E2E.MaxSize)
 	}
 	return line
 }
@@ -215,6 +278,9 @@ func WriteMarkdown(w io.Writer, f File) error {
 	fmt.Fprintf(w, "# poolbench results\n\n%s, %d CPUs, GOMAXPROCS=%d, %s, %s, commit %s, %s.\n",
 		m.CPU, m.Cores, m.GOMAXPROCS, m.GoVersion, m.Kernel, short(m.Commit), m.Date)
 	fmt.Fprintf(w, "%s.\n", settingsLine(f.Settings))
+	for _, s := range f.Skipped {
+		fmt.Fprintf(w, "\n*Skipped: %s.*\n", SkipLine(s))
+	}
 	for _, c := range f.Cases {
 		fmt.Fprintf(w, "\n## %s\n\n%s.\n\n", c.Name, Describe(c))
 		if err := WriteMarkdownTable(w, c); err != nil {

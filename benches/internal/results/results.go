@@ -25,6 +25,15 @@ type File struct {
 	Machine     Machine  `json:"machine"`
 	Settings    Settings `json:"settings"`
 	Cases       []Case   `json:"cases"`
+	// Skipped lists the servers an end-to-end run left out, and why (a
+	// server that did not answer).
+	Skipped []Skip `json:"skipped,omitempty"`
+}
+
+// Skip is a server an end-to-end run did not measure.
+type Skip struct {
+	Server string `json:"server"` // "redis", "postgres"
+	Reason string `json:"reason"` // "127.0.0.1:6379: dial tcp …: connection refused"
 }
 
 // Settings are the flags that shaped the run.
@@ -40,6 +49,24 @@ type Settings struct {
 	DurationNs int64 `json:"duration_ns,omitempty"`
 	// Workers replaced the goroutine sweeps when not 0.
 	Workers int `json:"workers,omitempty"`
+	// E2E holds the settings of the end-to-end cases, if the run had any.
+	E2E *E2ESettings `json:"e2e,omitempty"`
+}
+
+// E2ESettings shaped the end-to-end cases, which run longer than the others.
+type E2ESettings struct {
+	// Ops is the number of ops per contender per round; 0 when DurationNs
+	// decides.
+	Ops        int64 `json:"ops,omitempty"`
+	DurationNs int64 `json:"duration_ns,omitempty"`
+	// MaxSize is that of every pool: the steady phase runs as many
+	// goroutines, the oversubscribed phase four times as many.
+	MaxSize int `json:"max_size"`
+	// LocalPortRange and TCPTWReuse are the kernel settings that bound how
+	// many sockets can wait in TIME_WAIT for one server
+	// (net.ipv4.ip_local_port_range, net.ipv4.tcp_tw_reuse); "" if unknown.
+	LocalPortRange string `json:"local_port_range,omitempty"`
+	TCPTWReuse     string `json:"tcp_tw_reuse,omitempty"`
 }
 
 // Case is one table: a workload with fixed parameters and its contenders.
@@ -51,6 +78,16 @@ type Case struct {
 	Unit     string `json:"unit"` // what one op is
 	Baseline string `json:"baseline"`
 	Latency  bool   `json:"latency,omitempty"`
+	// Server, for an end-to-end case, is what it ran against: "Redis 7.2.4
+	// at 127.0.0.1:6379".
+	Server string `json:"server,omitempty"`
+	// Setup is how the contenders were configured: "pools of MaxSize 8".
+	Setup string `json:"setup,omitempty"`
+	// Dials says that the rounds count the connections dialled.
+	Dials bool `json:"dials,omitempty"`
+	// TimeWait says that the rounds count the sockets of the server's port
+	// in TIME_WAIT before and after.
+	TimeWait bool `json:"time_wait,omitempty"`
 	// Contenders in the order of the first round.
 	Contenders []Contender `json:"contenders"`
 }
@@ -80,7 +117,28 @@ type Round struct {
 	// Latency is the distribution of the worst goroutine; nil if the case
 	// does not record latency.
 	Latency *Latency `json:"latency,omitempty"`
+	// Dials is the number of connections the contender dialled, from its
+	// set-up to the end of the round (warm-up included); 0 where the case
+	// does not count them.
+	Dials int64 `json:"dials,omitempty"`
+	// TimeWait is the census of TIME_WAIT sockets of the server's port just
+	// before the contender was set up and after it was closed; nil where the
+	// case does not take it.
+	TimeWait *TimeWait `json:"time_wait,omitempty"`
 }
+
+// TimeWait counts the sockets of a server's port in TIME_WAIT (either end)
+// before a round and after it, once its connections were closed. Sockets
+// left by earlier rounds (they stay 60 s on Linux) are in Before; some may
+// expire during the round, so After - Before is a lower bound of what the
+// round left.
+type TimeWait struct {
+	Before int `json:"before"`
+	After  int `json:"after"`
+}
+
+// Left is what the round added: After - Before.
+func (t TimeWait) Left() int { return t.After - t.Before }
 
 // Latency is one goroutine's latency distribution, in nanoseconds per op.
 // Where an op is faster than a clock reading is worth, one sample is the
@@ -121,6 +179,8 @@ type Summary struct {
 	AllocsPerOp       float64 // median over the rounds
 	Errors            int64   // over all rounds
 	Latency           *Latency
+	Dials             float64   // median over the rounds (0 where the case does not count them)
+	TimeWait          *TimeWait // of the round that left the median number; nil where not counted
 	Baseline          bool
 	Ratio             float64 // Median / the baseline's Median; NaN without a baseline
 	Indistinguishable bool    // from the baseline (see Indistinguishable)
@@ -147,7 +207,7 @@ func Indistinguishable(a, b Summary) bool {
 // Summarize derives a contender's summary from its rounds (without the
 // comparison with the baseline: see Case.Summaries).
 func Summarize(c Contender) Summary {
-	s := Summary{Name: c.Name, Rounds: len(c.Rounds), Ratio: math.NaN()}
+	s := Summary{Name: c.Name, Rounds: len(c.Rounds), Ratio: math.NaN(), Dials: math.NaN()}
 	if len(c.Rounds) == 0 {
 		s.Best, s.Median, s.Slowest, s.OpsPerSec, s.AllocsPerOp = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		return s
@@ -155,6 +215,8 @@ func Summarize(c Contender) Summary {
 	ns := make([]float64, 0, len(c.Rounds))
 	allocs := make([]float64, 0, len(c.Rounds))
 	var lats []Latency
+	var dials []float64
+	var tws []TimeWait
 	for _, r := range c.Rounds {
 		ns = append(ns, r.NsPerOp())
 		allocs = append(allocs, r.AllocsPerOp())
@@ -162,6 +224,16 @@ func Summarize(c Contender) Summary {
 		if r.Latency != nil {
 			lats = append(lats, *r.Latency)
 		}
+		dials = append(dials, float64(r.Dials))
+		if r.TimeWait != nil {
+			tws = append(tws, *r.TimeWait)
+		}
+	}
+	s.Dials = Median(dials)
+	if len(tws) > 0 {
+		// The lower median: a round that happened, not a mean of two.
+		sort.SliceStable(tws, func(i, j int) bool { return tws[i].Left() < tws[j].Left() })
+		s.TimeWait = &tws[(len(tws)-1)/2]
 	}
 	s.Best, s.Slowest = slices.Min(ns), slices.Max(ns)
 	s.Median = Median(ns)

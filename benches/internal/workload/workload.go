@@ -24,6 +24,9 @@ type Instance struct {
 	Worker func(i int) Op
 	Close  func()
 	Stats  func()
+	// Dials, if not nil, returns how many connections the instance has
+	// dialled so far (the end-to-end cases).
+	Dials func() int64
 }
 
 // instance makes the Instance of a contender value v (a contenders.Pool or
@@ -69,7 +72,15 @@ type Case struct {
 	// Latency says whether the latency distribution is worth reporting
 	// (several goroutines, or ops slow enough to vary).
 	Latency bool
-	Entries []Entry
+	// Server, for an end-to-end case, describes the server the entries talk
+	// to: "Redis 7.2.4 at 127.0.0.1:6379".
+	Server string
+	// Setup says how the entries are configured: "pools of MaxSize 8".
+	Setup string
+	// TimeWaitPort, if not 0, is the server's port: the runner counts its
+	// sockets in TIME_WAIT before each measurement and after it.
+	TimeWaitPort int
+	Entries      []Entry
 }
 
 // Name is the case's full name: "Pool/Parallel/MaxSize=8/Goroutines=32".
