@@ -434,6 +434,16 @@ func runReport(args []string, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "poolbench report: wrote %s and %d charts in %s\n",
 		filepath.Join(dir, "BENCHMARKS.md"), len(f.Cases), filepath.Join(dir, report.ChartDir))
+	// The README's figures come from the same file: rewrite its headline
+	// block when the report goes to the repository's own docs.
+	if *docs == "" {
+		readme := filepath.Join(root, "README.md")
+		if err := report.UpdateReadme(readme, f, fromRoot(root, *in)); err != nil {
+			fmt.Fprintf(stderr, "poolbench report: %v\n", err)
+			return exitFailed
+		}
+		fmt.Fprintf(stderr, "poolbench report: wrote the headline of %s\n", readme)
+	}
 	return exitOK
 }
 

@@ -112,3 +112,28 @@ func TestCommittedBenchmarksMatchTheirResults(t *testing.T) {
 		assert.FileExists(t, filepath.Join(docs, report.ChartDir, report.Slug(c.Name)+".svg"))
 	}
 }
+
+// TestCommittedReadmeHeadlineMatchesTheResults checks that the README's
+// headline block is what `poolbench report` makes of the committed results.
+func TestCommittedReadmeHeadlineMatchesTheResults(t *testing.T) {
+	const root = "../../.."
+	file, err := os.Open(filepath.Join(root, "docs", report.ChartDir, "results.json"))
+	if os.IsNotExist(err) {
+		t.Skip("no committed results file")
+	}
+	require.NoError(t, err)
+	defer file.Close()
+	f, err := results.ReadJSON(file)
+	require.NoError(t, err)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	want, err := report.SpliceReadme(readme, f, "docs/benchmarks/results.json")
+	require.NoError(t, err, "README.md needs the headline markers")
+	assert.Equal(t, string(want), string(readme),
+		"README.md's headline is stale: go run ./benches/cmd/poolbench report -in docs/benchmarks/results.json")
+}
+
+func TestSpliceReadmeNeedsMarkers(t *testing.T) {
+	_, err := report.SpliceReadme([]byte("# no markers\n"), results.File{}, "x.json")
+	require.ErrorIs(t, err, report.ErrNoMarkers)
+}
