@@ -198,8 +198,12 @@ func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 	return p, nil
 }
 
-func newExchange[T any](k ExchangeKind, capacity int) exchange.Exchange[*entry[T]] {
-	return exchange.New[*entry[T]](k, capacity)
+// newExchange returns an exchange for a pool of maxSize objects. It holds one
+// more than maxSize, so that even with every object parked one slot is free:
+// a Ring then never reports full, not even transiently while a consumer is
+// between claiming a slot and freeing it (see decision 0001).
+func newExchange[T any](k ExchangeKind, maxSize int) exchange.Exchange[*entry[T]] {
+	return exchange.New[*entry[T]](k, maxSize+1)
 }
 
 // Lease is the right to use one object until Release, Destroy or Detach. It
@@ -644,7 +648,7 @@ func (p *Pool[T]) SetMaxSize(n int) {
 		p.state.Or(shrinkingBit)
 	}
 	var moved *xbox[T]
-	if b := p.xch.Load(); p.cfg.Exchange != ExchangeNone && b.x.Cap() < n {
+	if b := p.xch.Load(); p.cfg.Exchange != ExchangeNone && b.x.Cap() < n+1 {
 		p.xch.Store(&xbox[T]{newExchange[T](p.cfg.Exchange, n)})
 		moved = b
 	}
