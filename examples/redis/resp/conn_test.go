@@ -109,6 +109,8 @@ func TestManagerRecycleRejectsAConnTheServerClosed(t *testing.T) {
 	s := startFake(t)
 	m := resp.Manager{Addr: s.addr(), PingAfter: time.Hour}
 	c := connect(t, m)
+	// Connect may return before the server has accepted: kill only once it has.
+	require.Eventually(t, func() bool { return s.open() == 1 }, 5*time.Second, time.Millisecond)
 	s.killAll()
 	// The FIN arrives asynchronously: poll.
 	deadline := time.Now().Add(5 * time.Second)

@@ -41,6 +41,13 @@ func startFake(t *testing.T) *fakeServer {
 
 func (s *fakeServer) addr() string { return s.ln.Addr().String() }
 
+// open returns how many connections the server has accepted and not killed.
+func (s *fakeServer) open() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
 // killAll closes every connection from the server's side.
 func (s *fakeServer) killAll() {
 	s.mu.Lock()
