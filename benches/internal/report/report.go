@@ -194,6 +194,13 @@ func e2eHeadline(w io.Writer, cases []results.Case) {
 	}
 	slices.SortStableFunc(cols, func(a, b string) int { return rank(a) - rank(b) })
 	fmt.Fprintf(w, "\nEnd to end: median requests per second, all goroutines together; higher is better.\n")
+	headlineTable(w, picked, cols, func(s results.Summary) string { return results.Rate(s.OpsPerSec) })
+}
+
+// headlineTable writes one row per case and one column per contender name,
+// each cell the figure fig gives of that contender's summary, marked as the
+// baseline or as indistinguishable from it.
+func headlineTable(w io.Writer, picked []results.Case, cols []string, fig func(results.Summary) string) {
 	fmt.Fprintf(w, "\n| workload | %s |\n|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)+1))
 	for _, c := range picked {
 		sums := map[string]results.Summary{}
@@ -207,11 +214,11 @@ func e2eHeadline(w io.Writer, cases []results.Case) {
 			case !ok:
 				row = append(row, "—")
 			case s.Baseline:
-				row = append(row, fmt.Sprintf("%s (baseline)", results.Rate(s.OpsPerSec)))
+				row = append(row, fig(s)+" (baseline)")
 			case s.Indistinguishable:
-				row = append(row, fmt.Sprintf("%s (indistinguishable)", results.Rate(s.OpsPerSec)))
+				row = append(row, fig(s)+" (indistinguishable)")
 			default:
-				row = append(row, results.Rate(s.OpsPerSec))
+				row = append(row, fig(s))
 			}
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
@@ -266,28 +273,7 @@ func headline(w io.Writer, cases []results.Case, family string, preferWorkers in
 	for _, k := range picked[0].Contenders {
 		cols = append(cols, k.Name)
 	}
-	fmt.Fprintf(w, "\n| workload | %s |\n|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)+1))
-	for _, c := range picked {
-		sums := map[string]results.Summary{}
-		for _, s := range c.Summaries() {
-			sums[s.Name] = s
-		}
-		row := []string{fmt.Sprintf("%s (%d goroutine%s)", c.Name, c.Workers, plural(c.Workers))}
-		for _, name := range cols {
-			s, ok := sums[name]
-			switch {
-			case !ok:
-				row = append(row, "—")
-			case s.Baseline:
-				row = append(row, fmt.Sprintf("%s (baseline)", results.Nanos(s.Median)))
-			case s.Indistinguishable:
-				row = append(row, fmt.Sprintf("%s (indistinguishable)", results.Nanos(s.Median)))
-			default:
-				row = append(row, results.Nanos(s.Median))
-			}
-		}
-		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
-	}
+	headlineTable(w, picked, cols, func(s results.Summary) string { return results.Nanos(s.Median) })
 }
 
 func plural(n int) string {
