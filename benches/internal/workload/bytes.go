@@ -55,25 +55,10 @@ var allBytes = []string{"poolkit", "make", "syncpool", "gobufferpool", "bytebuff
 // bytesEntries makes one entry per byte-pool contender, each running the op
 // that mk builds on its instance.
 func bytesEntries(cfg contenders.BytesConfig, names []string, mk func(p contenders.Bytes) func(i int) Op) []Entry {
-	var es []Entry
-	for _, name := range names {
+	return entries(cfg, names, func(name string) (string, func(contenders.BytesConfig) (contenders.Bytes, error), error) {
 		c, err := contenders.BytesByName(name)
-		if err != nil {
-			panic("workload: bug: " + err.Error())
-		}
-		es = append(es, Entry{
-			Name: c.Name,
-			Key:  "Impl=" + c.Name,
-			Setup: func() (Instance, error) {
-				p, err := c.New(cfg)
-				if err != nil {
-					return Instance{}, fmt.Errorf("%s: %w", c.Name, err)
-				}
-				return instance(p, mk(p)), nil
-			},
-		})
-	}
-	return es
+		return c.Name, c.New, err
+	}, mk)
 }
 
 // getPut is the hot path: Get(n), Put, nothing written.

@@ -31,25 +31,10 @@ var ParallelMaxSizes = []int{8, 64}
 // poolEntries makes one entry per object-pool contender, each running the op
 // that mk builds on its instance.
 func poolEntries(cfg contenders.PoolConfig, names []string, mk func(p contenders.Pool) func(i int) Op) []Entry {
-	var es []Entry
-	for _, name := range names {
+	return entries(cfg, names, func(name string) (string, func(contenders.PoolConfig) (contenders.Pool, error), error) {
 		c, err := contenders.PoolByName(name)
-		if err != nil {
-			panic("workload: bug: " + err.Error())
-		}
-		es = append(es, Entry{
-			Name: c.Name,
-			Key:  "Impl=" + c.Name,
-			Setup: func() (Instance, error) {
-				p, err := c.New(cfg)
-				if err != nil {
-					return Instance{}, fmt.Errorf("%s: %w", c.Name, err)
-				}
-				return instance(p, mk(p)), nil
-			},
-		})
-	}
-	return es
+		return c.Name, c.New, err
+	}, mk)
 }
 
 // allPools lists every object-pool contender; the floor comes last.

@@ -39,6 +39,32 @@ func instance(v interface{ Close() }, worker func(i int) Op) Instance {
 	return in
 }
 
+// entries makes one entry per contender named, looked up by lookup (its name
+// and constructor), each running the op that mk builds on its instance made
+// with cfg.
+func entries[Cfg any, P interface{ Close() }](cfg Cfg, names []string,
+	lookup func(string) (string, func(Cfg) (P, error), error), mk func(P) func(i int) Op) []Entry {
+	var es []Entry
+	for _, name := range names {
+		cname, newP, err := lookup(name)
+		if err != nil {
+			panic("workload: bug: " + err.Error())
+		}
+		es = append(es, Entry{
+			Name: cname,
+			Key:  "Impl=" + cname,
+			Setup: func() (Instance, error) {
+				p, err := newP(cfg)
+				if err != nil {
+					return Instance{}, fmt.Errorf("%s: %w", cname, err)
+				}
+				return instance(p, mk(p)), nil
+			},
+		})
+	}
+	return es
+}
+
 // Entry is one contender of a case.
 type Entry struct {
 	// Name identifies the entry in tables and charts: "poolkit", or
