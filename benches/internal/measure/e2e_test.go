@@ -85,7 +85,11 @@ func TestRunCountsDialsAndTimeWait(t *testing.T) {
 		}
 		require.NotNil(t, d.TimeWait)
 		require.NotNil(t, none.Rounds[i].TimeWait)
-		assert.Equal(t, int(d.Dials), d.TimeWait.Left(), "every connection closed by the client waits")
+		// Each connection the client closed enters TIME_WAIT once the server's
+		// FIN arrives, which may be just after the count is taken: bounded,
+		// not exact.
+		assert.Positive(t, d.TimeWait.Left(), "connections closed by the client wait")
+		assert.LessOrEqual(t, d.TimeWait.Left(), int(d.Dials), "no more waiting sockets than dials")
 		assert.Zero(t, none.Rounds[i].TimeWait.Left())
 	}
 }
