@@ -75,7 +75,6 @@ func (p *Pool[T]) dial(req *connReq[T]) {
 		p.noteFailure()
 	} else {
 		p.failures.Store(0)
-		p.counters.created.Add(1)
 		e = p.newEntry(v, epoch)
 	}
 	p.connecting.Add(-1)
@@ -123,8 +122,8 @@ func (p *Pool[T]) connectFor(ctx context.Context, t *acqTimer) (Lease[T], error)
 		// connect, or a Reset): start over.
 		return p.acquireSlow(ctx, true)
 	}
-	p.counters.acqSlow.Add(1)
-	return Lease[T]{e, e.gen.Load()}, nil
+	p.counters.acqOther.Add(1)
+	return Lease[T]{e, e.state.Load()}, nil
 }
 
 // noteFailure records a failed connect and pushes back background connects.
@@ -229,6 +228,7 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 			w.ch <- hand[T]{closed: true}
 		}
 		p.drainIdle(reasonClosed)
+		p.dropHints()
 		p.checkDone()
 	}
 	select {

@@ -106,35 +106,19 @@ func (p *Pool[T]) maintain() {
 	}
 }
 
-// idleLen is the approximate number of idle objects.
-func (p *Pool[T]) idleLen() int {
-	return p.local.Len() + p.xch.Load().x.Len() + int(p.spillN.Load())
-}
-
-// reap takes every idle object (every per-P stack, the exchange, the spill),
-// closes those past their lifetime or idle time or made before a Reset,
-// closes the surplus (above MaxSize after a shrink; above the peak of use over
-// the last MaxIdleTime plus MinIdle when MaxIdleTime is set and the pool has
-// been watched that long — peak < 0 means not yet — least recently used
-// first) and
-// gives the rest back. No lock is held while the Manager runs.
+// reap claims every idle object, closes those past their lifetime or idle
+// time or made before a Reset, closes the surplus (above MaxSize after a
+// shrink; above the peak of use over the last MaxIdleTime plus MinIdle when
+// MaxIdleTime is set and the pool has been watched that long — peak < 0
+// means not yet — least recently used first) and gives the rest back. No
+// lock is held while the Manager runs.
 func (p *Pool[T]) reap(peak int) {
 	var idle []*entry[T]
-	p.local.Drain(func(e *entry[T]) { idle = append(idle, e) })
-	b := p.xch.Load()
-	for n := b.x.Len(); n > 0; n-- {
-		e, ok := b.x.Unpark()
-		if !ok {
-			break
+	p.reg.each(func(e *entry[T]) {
+		if claim(e) {
+			idle = append(idle, e)
 		}
-		idle = append(idle, e)
-	}
-	p.spillMu.Lock()
-	idle = append(idle, p.spill...)
-	clear(p.spill)
-	p.spill = p.spill[:0]
-	p.spillN.Store(0)
-	p.spillMu.Unlock()
+	})
 
 	kept := idle[:0]
 	for _, e := range idle {

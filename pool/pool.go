@@ -46,7 +46,9 @@ type Pool[T any] struct {
 	maxUses  uint64
 	start    time.Time // monotonic origin of the clock
 	tick     time.Duration
-	local    *shard.Stealable[entry[T]]
+	// local holds hints: pointers to objects that were idle when pushed.
+	// A hint is claimed (see claim) before use, and a stale one is dropped.
+	local    *shard.Local[*entry[T]]
 	ctx      context.Context // cancelled by Close: connects and the maintainer
 	cancel   context.CancelCauseFunc
 	sem      chan struct{} // bounds concurrent Manager.Connect calls
@@ -82,12 +84,9 @@ type Pool[T any] struct {
 	// waiters recycles *waiter[T] values (see getWaiter).
 	waiters sync.Pool
 
-	// spillMu guards spill: objects for which neither the local stack nor the
-	// exchange had room (a ring reporting full transiently, ExchangeNone on a
-	// P whose stack is full). spillN mirrors len(spill) for lock-free peeks.
-	spillMu sync.Mutex
-	spill   []*entry[T]
-	spillN  atomic.Int64
+	// reg is every live object's entry: the authoritative idle set is the
+	// registered entries whose state is even (see idle.go).
+	reg registry[T]
 
 	// cmu guards closeq and nclosers.
 	cmu      sync.Mutex
@@ -144,16 +143,21 @@ func (p *Pool[T]) publishClock() *tick {
 // xbox holds one exchange so that it can be swapped atomically.
 type xbox[T any] struct{ x exchange.Exchange[*entry[T]] }
 
-// entry is one object's record. value is immutable; gen is atomic; the
-// other fields are owned by whoever holds the object (a lease holder, or the
-// goroutine that took it from a stack, the exchange or the spill), and a
-// publication (Push/Park/Unlock/channel send) orders them between owners.
+// entry is one object's record. state is atomic; the other fields are owned
+// by whoever holds the object (a lease holder, or the pool goroutine that
+// claimed it), and the state transitions order them between holders: a
+// holder's writes happen before the release (an atomic add or
+// compare-and-swap on state) that the next holder's claim reads.
 type entry[T any] struct {
-	// gen is bumped by CompareAndSwap when a lease ends, so that any copy of
-	// an ended lease is detected.
-	gen      atomic.Uint64
-	p        *Pool[T]
-	value    T
+	// state is odd while the object is held (leased, or taken by the pool
+	// to check, hand off or close it) and even while it is idle. Every
+	// transition adds one, by compare-and-swap from a value read, so a held
+	// state is never seen twice: a lease's generation is the state it was
+	// taken at, and any copy of an ended lease finds another value.
+	state atomic.Uint64
+	p     *Pool[T]
+	idx   int // the entry's index in reg; guarded by reg.mu
+	value T
 	created  int64  // clock ns when Connect returned
 	lastUsed int64  // clock ns at the last release (coarse)
 	deadline int64  // clock ns past which the lifetime has ended; 0: none
@@ -183,12 +187,13 @@ func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 		maxUses: uint64(cfg.MaxUses),
 		start:   time.Now(),
 		tick:    tickFor(cfg),
-		local:   shard.NewStealable[entry[T]](cfg.LocalDepth),
+		local:   shard.NewLocal[*entry[T]](cfg.LocalDepth, nil),
 		sem:     make(chan struct{}, cfg.MaxConnecting),
 		kick:    make(chan struct{}, 1),
 		doneCh:  make(chan struct{}),
 	}
 	p.relCheck, _ = m.(ReleaseChecker[T])
+	p.reg.init(cfg.MaxSize)
 	p.clock.Store(&tick{at: p.start})
 	p.ctx, p.cancel = context.WithCancelCause(context.Background())
 	p.maxSize.Store(int64(cfg.MaxSize))
@@ -213,56 +218,64 @@ func newExchange[T any](k ExchangeKind, maxSize int) exchange.Exchange[*entry[T]
 // gone to another holder. The zero Lease panics too.
 type Lease[T any] struct {
 	e   *entry[T]
-	gen uint64
+	gen uint64 // the entry's state while this lease holds it (odd)
 }
 
 const staleMsg = "pool: lease used after Release, Destroy or Detach"
 
-// Value returns the leased object. It panics if the lease has ended.
-func (l Lease[T]) Value() T {
+// live returns the lease's entry, or panics if the lease is zero or ended.
+// (A lease ended concurrently on another goroutine is caught by the
+// compare-and-swap that ends it: see end.)
+func (l Lease[T]) live() *entry[T] {
 	if l.e == nil {
 		panic("pool: zero Lease")
 	}
-	if l.e.gen.Load() != l.gen {
+	if l.e.state.Load() != l.gen {
 		panic(staleMsg)
 	}
-	return l.e.value
+	return l.e
 }
 
-// end ends the lease: exactly one of concurrent enders wins; the others, and
-// later calls, panic.
-func (l Lease[T]) end() {
-	if l.e == nil {
-		panic("pool: zero Lease")
-	}
-	if !l.e.gen.CompareAndSwap(l.gen, l.gen+1) {
+// end ends the lease, keeping the object held by the caller (under a state
+// no lease has): exactly one of concurrent enders wins; the others panic.
+func (l Lease[T]) end() *entry[T] {
+	e := l.live()
+	if !e.state.CompareAndSwap(l.gen, l.gen+2) {
 		panic(staleMsg)
 	}
+	return e
+}
+
+// Value returns the leased object. It panics if the lease has ended.
+func (l Lease[T]) Value() T {
+	return l.live().value
 }
 
 // Release returns the object to the pool. The object must not be used
 // afterwards. It is closed instead if it fails the expiry checks or the
 // manager's ReleaseChecker, or if the pool is closed or over its MaxSize.
 func (l Lease[T]) Release() {
-	l.end()
-	l.e.p.put(l.e)
+	e := l.live()
+	e.p.put(e, l.gen)
 }
 
 // Destroy closes the object (on a closer goroutine) instead of returning it,
 // freeing its slot for the oldest waiter.
 func (l Lease[T]) Destroy() {
-	l.end()
-	l.e.p.discard(l.e, reasonDestroy)
+	e := l.end()
+	e.p.discard(e, reasonDestroy)
 }
 
 // Detach removes the object from the pool and returns it: the caller now
 // owns it (and must close it). Its slot is freed for the oldest waiter.
 func (l Lease[T]) Detach() T {
-	l.end()
-	p := l.e.p
+	e := l.end()
+	p := e.p
+	v := e.value
+	p.forget(e)
 	p.counters.detached.Add(1)
 	p.freeSlot()
-	return l.e.value
+	return v
 }
 
 // Acquire returns a lease on an object: an idle one if there is one (this
@@ -279,11 +292,16 @@ func (l Lease[T]) Detach() T {
 // wrapped. After Close, Acquire returns ErrClosed.
 func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 	if p.state.Load()&(closedBit|waiterMask) == 0 {
-		if e := p.local.Pop(); e != nil {
-			if p.usable(ctx, e) == 0 {
-				return Lease[T]{e, e.gen.Load()}, nil
+		if e, ok := p.local.Pop(); ok {
+			// claim, by hand: the compiler does not inline it here.
+			if s := e.state.Load(); s&1 == 0 && e.state.CompareAndSwap(s, s+1) {
+				if p.usable(ctx, e) == 0 {
+					return Lease[T]{e, s + 1}, nil
+				}
+				p.counters.localMiss.Add(1)
+			} else {
+				p.counters.stale.Add(1)
 			}
-			p.counters.shardMiss.Add(1)
 		}
 	}
 	return p.acquireSlow(ctx, true)
@@ -310,13 +328,13 @@ func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) 
 				break
 			}
 			if p.usable(ctx, e) == 0 {
-				if src == srcExchange || src == srcSpill {
-					p.counters.acqSlow.Add(1)
+				if src != srcLocal {
+					p.counters.acqOther.Add(1)
 				}
-				return Lease[T]{e, e.gen.Load()}, nil
+				return Lease[T]{e, e.state.Load()}, nil
 			}
-			if src == srcShard {
-				p.counters.shardMiss.Add(1)
+			if src == srcLocal {
+				p.counters.localMiss.Add(1)
 			}
 		}
 		if !wait {
@@ -334,44 +352,6 @@ func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) 
 		return Lease[T]{}, ErrExhausted
 	}
 	return p.wait(ctx)
-}
-
-// Sources of an idle object, for the counters.
-const (
-	srcShard = iota + 1
-	srcExchange
-	srcSpill
-)
-
-// take removes an idle object, unchecked: this P's stack, the exchange,
-// other Ps' stacks, the spill.
-func (p *Pool[T]) take() (*entry[T], int) {
-	if e := p.local.Pop(); e != nil {
-		return e, srcShard
-	}
-	if e, ok := p.xch.Load().x.Unpark(); ok {
-		p.counters.xhits.Add(1)
-		return e, srcExchange
-	}
-	if e := p.local.Steal(); e != nil {
-		return e, srcShard
-	}
-	if p.spillN.Load() > 0 {
-		p.spillMu.Lock()
-		var e *entry[T]
-		if n := len(p.spill); n > 0 {
-			e = p.spill[n-1]
-			p.spill[n-1] = nil
-			p.spill = p.spill[:n-1]
-			p.spillN.Store(int64(n - 1))
-		}
-		p.spillMu.Unlock()
-		if e != nil {
-			p.counters.spillHits.Add(1)
-			return e, srcSpill
-		}
-	}
-	return nil, 0
 }
 
 // Reasons an object is closed.
@@ -435,34 +415,48 @@ func (p *Pool[T]) check(ctx context.Context, e *entry[T]) int {
 	return 0
 }
 
-// put is Release after the lease has ended: checks, then the oldest waiter,
-// then this P's stack, the exchange, the spill.
-func (p *Pool[T]) put(e *entry[T]) {
+// put is Release of the lease gen on e, which the caller checked is current:
+// checks, then the oldest waiter, else idle (with a hint on this P's stack,
+// else in the exchange). Every path ends the lease with one
+// compare-and-swap, so that of two concurrent Releases of one lease exactly
+// one proceeds.
+func (p *Pool[T]) put(e *entry[T], gen uint64) {
 	if p.relCheck != nil && p.relCheck.CheckRelease(e.value) != nil {
+		p.endLease(e, gen)
 		p.discard(e, reasonReleaseCheck)
 		return
 	}
 	if tk := p.clock.Load(); e.lastUsed != tk.ns {
 		// Only when the clock has moved: within one tick the entry already
-		// holds this time (and rewriting it would make the next hand-out's
-		// copy of e.m wait on the store buffer).
+		// holds this time.
 		e.lastUsed, e.m.LastUsed = tk.ns, tk.at
 	}
 	if r := p.expired(e, false); r != 0 {
+		p.endLease(e, gen)
 		p.discard(e, r)
 		return
 	}
 	if p.state.Load() != 0 {
+		p.endLease(e, gen)
 		p.putSlow(e)
 		return
 	}
-	if !p.local.Push(e) {
-		p.publishShared(e)
+	// Idle from here: any claimer may take it.
+	if !e.state.CompareAndSwap(gen, gen+1) {
+		panic(staleMsg)
 	}
-	// The lost-wake-up protocol, releaser's side: publish, then look for
-	// waiters (see wait).
+	p.hint(e)
+	// The lost-wake-up protocol, releaser's side: publish (the
+	// compare-and-swap above), then look for waiters (see wait).
 	if p.state.Load() != 0 {
 		p.afterPublish()
+	}
+}
+
+// endLease ends lease gen on e, keeping e held by the caller.
+func (p *Pool[T]) endLease(e *entry[T], gen uint64) {
+	if !e.state.CompareAndSwap(gen, gen+2) {
+		panic(staleMsg)
 	}
 }
 
@@ -509,30 +503,6 @@ func (p *Pool[T]) giveBack(e *entry[T]) {
 	if p.state.Load() != 0 {
 		p.afterPublish()
 	}
-}
-
-// publish makes e idle: this P's stack, the exchange, else the spill.
-func (p *Pool[T]) publish(e *entry[T]) {
-	if !p.local.Push(e) {
-		p.publishShared(e)
-	}
-}
-
-// publishShared parks e in the exchange, else the spill. If SetMaxSize
-// swapped the exchange while e was being parked in the old one, the old one
-// is emptied into the new one (see growExchange).
-func (p *Pool[T]) publishShared(e *entry[T]) {
-	b := p.xch.Load()
-	if b.x.Park(e) {
-		if p.xch.Load() != b {
-			p.moveFrom(b)
-		}
-		return
-	}
-	p.spillMu.Lock()
-	p.spill = append(p.spill, e)
-	p.spillN.Store(int64(len(p.spill)))
-	p.spillMu.Unlock()
 }
 
 // afterPublish runs after an object was published while state was non-zero:
@@ -584,34 +554,25 @@ func (p *Pool[T]) freeSlot() {
 	}
 }
 
-// discard closes an object the caller owns, for reason r, and frees its slot
-// once it is closed.
+// discard closes an object the caller holds, for reason r, and frees its
+// slot once it is closed.
 //
 // The slot stays taken until Manager.Close has returned (the closer frees
 // it), so that the server never sees more than MaxSize connections: a waiter
 // does not dial a replacement while the old connection is still open.
 func (p *Pool[T]) discard(e *entry[T], r int) {
-	p.enqueueClose(e.value, r)
+	v := e.value
+	p.forget(e)
+	p.enqueueClose(v, r)
 }
 
-// drainIdle closes every idle object (Close, or a put that raced with it).
-func (p *Pool[T]) drainIdle(r int) {
-	p.local.Drain(func(e *entry[T]) { p.discard(e, r) })
-	for {
-		e, ok := p.xch.Load().x.Unpark()
-		if !ok {
-			break
-		}
-		p.discard(e, r)
-	}
-	p.spillMu.Lock()
-	sp := p.spill
-	p.spill = nil
-	p.spillN.Store(0)
-	p.spillMu.Unlock()
-	for _, e := range sp {
-		p.discard(e, r)
-	}
+// forget removes an entry the caller holds (and will never give back) from
+// the registry, and drops its value: hints may still point at the entry
+// until they are popped, but not at the object.
+func (p *Pool[T]) forget(e *entry[T]) {
+	p.reg.remove(e)
+	var zero T
+	e.value = zero
 }
 
 // newEntry records a freshly connected object. Its lifetime jitter is drawn
@@ -622,8 +583,10 @@ func (p *Pool[T]) newEntry(v T, epoch uint64) *entry[T] {
 	d := p.now()
 	now := int64(d)
 	at := p.start.Add(d)
+	id := p.counters.created.Add(1)
 	e := &entry[T]{p: p, value: v, created: now, lastUsed: now, epoch: epoch,
-		m: manager.Metrics{Created: at, LastUsed: at}}
+		m: manager.Metrics{Created: at, LastUsed: at, ID: id}}
+	e.state.Store(1) // held by its creator
 	p.notePeak(p.live.Load())
 	if lt := p.cfg.MaxLifetime; lt > 0 {
 		if j := p.cfg.LifetimeJitter; j > 0 {
@@ -631,6 +594,7 @@ func (p *Pool[T]) newEntry(v T, epoch uint64) *entry[T] {
 		}
 		e.deadline = now + int64(lt)
 	}
+	p.reg.add(e)
 	return e
 }
 
@@ -647,31 +611,16 @@ func (p *Pool[T]) SetMaxSize(n int) {
 	if int64(n) < old {
 		p.state.Or(shrinkingBit)
 	}
-	var moved *xbox[T]
 	if b := p.xch.Load(); p.cfg.Exchange != ExchangeNone && b.x.Cap() < n+1 {
+		// The old exchange holds hints only: dropping them loses nothing
+		// (the objects stay idle in the registry).
 		p.xch.Store(&xbox[T]{newExchange[T](p.cfg.Exchange, n)})
-		moved = b
 	}
 	p.mu.Unlock()
-	if moved != nil {
-		p.moveFrom(moved)
-	}
 	if int64(n) < old {
 		p.poke()
 	} else {
 		p.dispatch()
-	}
-}
-
-// moveFrom empties a replaced exchange into the current idle set. A parker
-// that parked into it after this pass sees the swap and calls moveFrom too.
-func (p *Pool[T]) moveFrom(b *xbox[T]) {
-	for {
-		e, ok := b.x.Unpark()
-		if !ok {
-			return
-		}
-		p.giveBack(e)
 	}
 }
 

@@ -8,8 +8,12 @@ import (
 // counters are the slow-path counters: shared atomics, touched only off the
 // fast path (the fast path's counts come from the shard's per-P counters).
 type counters struct {
-	xhits, spillHits, handoffs atomic.Uint64
-	acqSlow, shardMiss         atomic.Uint64
+	xhits, steals, handoffs atomic.Uint64
+	// acqOther counts acquires served by anything but a local hint;
+	// localMiss, objects claimed through a local hint that were not handed
+	// out (failed checks, or taken for a waiter); stale, local hints whose
+	// object was held.
+	acqOther, localMiss, stale atomic.Uint64
 	connects, connectErrs      atomic.Uint64
 	created, detached          atomic.Uint64
 	waits, timeouts, cancels   atomic.Uint64
@@ -30,10 +34,9 @@ type Stats struct {
 	Waiting    int
 
 	Acquires      uint64 // successful Acquire and TryAcquire calls
-	LocalHits     uint64 // objects popped from the caller's per-P stack (then checked)
-	Steals        uint64 // objects taken from other Ps' stacks
-	ExchangeHits  uint64 // objects taken from the exchange
-	SpillHits     uint64 // objects taken from the overflow list
+	LocalHits     uint64 // objects claimed through a hint on the caller's per-P stack (then checked)
+	Steals        uint64 // objects claimed by a scan of every live object (those idle on other Ps' stacks, or with no hint)
+	ExchangeHits  uint64 // objects claimed through a hint in the exchange
 	HandOffs      uint64 // objects handed straight to a waiter and accepted
 	Connects      uint64 // Manager.Connect attempts
 	ConnectErrors uint64
@@ -68,10 +71,9 @@ func (p *Pool[T]) Stats() Stats {
 		Connecting:    int(p.connecting.Load()),
 		Closing:       int(p.closing.Load()),
 		Waiting:       int(p.state.Load() & waiterMask),
-		LocalHits:     sh.Hits,
-		Steals:        sh.Steals,
+		LocalHits:     uint64(max(int64(sh.Hits)-int64(c.stale.Load()), 0)),
+		Steals:        c.steals.Load(),
 		ExchangeHits:  c.xhits.Load(),
-		SpillHits:     c.spillHits.Load(),
 		HandOffs:      c.handoffs.Load(),
 		Connects:      c.connects.Load(),
 		ConnectErrors: c.connectErrs.Load(),
@@ -96,7 +98,7 @@ func (p *Pool[T]) Stats() Stats {
 		s.Closed += c.closed[i].Load()
 	}
 	s.Leased = max(s.Live-s.Idle-s.Connecting-s.Closing, 0)
-	if a := int64(sh.Hits+sh.Steals+c.acqSlow.Load()) - int64(c.shardMiss.Load()); a > 0 {
+	if a := int64(s.LocalHits+c.acqOther.Load()) - int64(c.localMiss.Load()); a > 0 {
 		s.Acquires = uint64(a)
 	}
 	return s

@@ -114,8 +114,8 @@ func (p *Pool[T]) dispatch() {
 			return
 		}
 		if e, src := p.take(); e != nil {
-			if src == srcShard {
-				p.counters.shardMiss.Add(1)
+			if src == srcLocal {
+				p.counters.localMiss.Add(1) // a local pop that is no acquire
 			}
 			if !p.handoff(hand[T]{e: e}) {
 				// Nobody waits any more: publish it again; the loop then
@@ -228,10 +228,10 @@ func (p *Pool[T]) wait(ctx context.Context) (Lease[T], error) {
 		e := h.e
 		r := p.check(ctx, e)
 		if r == 0 {
-			p.counters.acqSlow.Add(1)
+			p.counters.acqOther.Add(1)
 			p.counters.handoffs.Add(1)
 			p.putWaiter(w)
-			return Lease[T]{e, e.gen.Load()}, nil
+			return Lease[T]{e, e.state.Load()}, nil
 		}
 		// The object failed its checks: close it, and keep our place at the
 		// head of the queue, so that the slot it frees (or the next object)
