@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/poolkit/poolkit/exchange"
 	"github.com/poolkit/poolkit/internal/cacheline"
@@ -67,7 +68,7 @@ type Pool struct {
 // hotClass is the part of a class the fast path reads. Read-only after New.
 type hotClass struct {
 	size  int
-	local *shard.Local[[]byte] // nil when the budget leaves no per-P depth
+	local *shard.Local[unsafe.Pointer] // nil when the budget leaves no per-P depth
 }
 
 // class is one size class. Its counters are cold-path atomics on cache lines
@@ -75,7 +76,7 @@ type hotClass struct {
 type class struct {
 	size  int
 	depth int                  // per-P depth; 0 when local is nil
-	local *shard.Local[[]byte] // nil when the budget leaves no per-P depth
+	local *shard.Local[unsafe.Pointer] // nil when the budget leaves no per-P depth
 	ex    exchange.Exchange[[]byte]
 	_     cacheline.Pad
 	// Updated off the fast path only.
@@ -127,7 +128,9 @@ func New(cfg Config) (*Pool, error) {
 			// Retire discarded. It must not reach the Pool, or the Pool
 			// could never be collected: it holds the class and the
 			// allocator only.
-			cl.local = shard.NewLocal(pl.depth, func(b []byte) {
+			size := cl.size
+			cl.local = shard.NewLocal(pl.depth, func(ptr unsafe.Pointer) {
+				b := unsafe.Slice((*byte)(ptr), size)
 				cl.released.Add(1)
 				debugForget(b)
 				release(alloc, b)
@@ -164,8 +167,10 @@ func (p *Pool) Get(n int) []byte {
 		return p.getLarge(n)
 	}
 	k := p.classIndex(n)
-	if l := p.hot[k].local; l != nil {
-		if b, ok := l.Pop(); ok {
+	h := &p.hot[k]
+	if h.local != nil {
+		if ptr, ok := h.local.Pop(); ok {
+			b := unsafe.Slice((*byte)(ptr), h.size)
 			debugOnGet(b)
 			return b[:n]
 		}
@@ -232,7 +237,7 @@ func (p *Pool) Put(b []byte) {
 		p.putOther(b)
 		return
 	}
-	if l := p.hot[k].local; l != nil && l.Push(b) {
+	if l := p.hot[k].local; l != nil && l.Push(unsafe.Pointer(unsafe.SliceData(b))) {
 		return
 	}
 	p.putSlow(&p.classes[k], b)
@@ -264,7 +269,7 @@ func (p *Pool) putOther(b []byte) {
 	if p.zeroOnPut {
 		clear(b[:h.size])
 	}
-	if h.local != nil && h.local.Push(b) {
+	if h.local != nil && h.local.Push(unsafe.Pointer(unsafe.SliceData(b))) {
 		return
 	}
 	p.putSlow(&p.classes[k], b)

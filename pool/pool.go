@@ -154,10 +154,10 @@ type entry[T any] struct {
 	// transition adds one, by compare-and-swap from a value read, so a held
 	// state is never seen twice: a lease's generation is the state it was
 	// taken at, and any copy of an ended lease finds another value.
-	state atomic.Uint64
-	p     *Pool[T]
-	idx   int // the entry's index in reg; guarded by reg.mu
-	value T
+	state    atomic.Uint64
+	p        *Pool[T]
+	idx      int // the entry's index in reg; guarded by reg.mu
+	value    T
 	created  int64  // clock ns when Connect returned
 	lastUsed int64  // clock ns at the last release (coarse)
 	deadline int64  // clock ns past which the lifetime has ended; 0: none

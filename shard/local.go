@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/poolkit/poolkit/internal/cacheline"
 )
@@ -45,12 +46,25 @@ type localTable[T any] struct {
 
 // localShard is one P's stack. Only the goroutine running on that P (while
 // pinned), or the holder of g in the synchronised builds, touches n and slots.
+//
+// The padding rounds the size up to a whole number of cacheline.Size, so
+// that two Ps' stacks never share a line and indexing the table is a shift,
+// not a multiplication.
 type localShard[T any] struct {
 	g     guard
 	n     word // number of values in slots[:n]
 	hits  word // successful Pops
 	slots []T
-	_     cacheline.Pad
+	_     [cacheline.Size - unsafe.Sizeof(localShardHead{})%cacheline.Size]byte
+}
+
+// localShardHead has the layout of localShard's fields (the type of slots
+// does not change a slice header's size); it sizes localShard's padding.
+type localShardHead struct {
+	g     guard
+	n     word
+	hits  word
+	slots []struct{}
 }
 
 // NewLocal returns a Local with stacks of the given depth. drop, if not nil, is
@@ -80,23 +94,25 @@ func (l *Local[T]) Depth() int { return l.depth }
 // Push puts v on the calling P's stack. It returns false, keeping nothing, if
 // that stack is full.
 func (l *Local[T]) Push(v T) bool {
+	// The fast path is written out by hand (no enter helper) so that the
+	// common case, a P id inside the table, is one compare and one bounds
+	// check the compiler can drop; a bigger GOMAXPROCS goes to pushSlow.
 	t := l.cur.Load()
 	pid := begin(len(t.shards))
 	if uint(pid) >= uint(len(t.shards)) {
-		t, pid = l.enterSlow(pid)
+		return l.pushSlow(pid, v)
 	}
-	s := &t.shards[pid]
-	ok := false
-	if s.g.lock() {
-		if n := s.n.load(); n < len(s.slots) {
-			s.slots[n] = v
-			s.n.store(n + 1)
-			ok = true
-		}
-		s.g.unlock()
-	}
+	ok := t.shards[pid].push(v)
 	end()
 	runtime.KeepAlive(t) // the table stays reachable until the stack is left: see Retire
+	return ok
+}
+
+func (l *Local[T]) pushSlow(pid int, v T) bool {
+	t, pid := l.enterSlow(pid)
+	ok := t.shards[pid].push(v)
+	end()
+	runtime.KeepAlive(t)
 	return ok
 }
 
@@ -105,13 +121,26 @@ func (l *Local[T]) Push(v T) bool {
 func (l *Local[T]) Pop() (T, bool) {
 	t := l.cur.Load()
 	pid := begin(len(t.shards))
+	if uint(pid) >= uint(len(t.shards)) || randomIDs {
+		return l.popSlow(t, pid)
+	}
+	v, ok := t.shards[pid].pop()
+	end()
+	runtime.KeepAlive(t)
+	return v, ok
+}
+
+// popSlow is Pop for a P id beyond the table (GOMAXPROCS grew), and for the
+// builds without P ids, where a goroutine has no stack of its own and looks at
+// the others when its draw is empty. It is entered with the operation begun on
+// table t.
+func (l *Local[T]) popSlow(t *localTable[T], pid int) (T, bool) {
 	if uint(pid) >= uint(len(t.shards)) {
 		t, pid = l.enterSlow(pid)
 	}
 	v, ok := t.shards[pid].pop()
 	end()
 	if !ok && randomIDs {
-		// Without P ids a goroutine has no stack of its own: look at the others.
 		for i := 1; i < len(t.shards) && !ok; i++ {
 			v, ok = t.shards[(pid+i)%len(t.shards)].pop()
 		}
@@ -134,10 +163,22 @@ func (l *Local[T]) enterSlow(pid int) (*localTable[T], int) {
 	}
 }
 
+func (s *localShard[T]) push(v T) (ok bool) {
+	if s.g.lock() {
+		if n := s.n.load(); uint(n) < uint(len(s.slots)) {
+			s.slots[n] = v
+			s.n.store(n + 1)
+			ok = true
+		}
+		s.g.unlock()
+	}
+	return ok
+}
+
 func (s *localShard[T]) pop() (v T, ok bool) {
 	if s.g.lock() {
-		if n := s.n.load(); n > 0 && n <= len(s.slots) {
-			n--
+		// One unsigned compare covers n > 0 and n <= len(slots).
+		if n := s.n.load() - 1; uint(n) < uint(len(s.slots)) {
 			v, ok = s.slots[n], true
 			var zero T
 			s.slots[n] = zero
