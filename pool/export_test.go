@@ -23,3 +23,7 @@ func (p *Pool[T]) Reap(peak int) { p.reap(peak) }
 
 // TickFor exposes the clock tick chosen for a Config.
 var TickFor = tickFor
+
+// DropHints empties the per-P stacks and the exchange of hints, leaving the
+// idle objects idle: only a registry scan can find them then.
+func (p *Pool[T]) DropHints() { p.dropHints() }

@@ -295,9 +295,12 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 		if e, ok := p.local.Pop(); ok {
 			// claim, by hand: the compiler does not inline it here.
 			if s := e.state.Load(); s&1 == 0 && e.state.CompareAndSwap(s, s+1) {
-				if p.usable(ctx, e) == 0 {
+				// usable, by hand: one call fewer.
+				r := p.check(ctx, e)
+				if r == 0 {
 					return Lease[T]{e, s + 1}, nil
 				}
+				p.discard(e, r)
 				p.counters.localMiss.Add(1)
 			} else {
 				p.counters.stale.Add(1)
@@ -445,7 +448,9 @@ func (p *Pool[T]) put(e *entry[T], gen uint64) {
 	if !e.state.CompareAndSwap(gen, gen+1) {
 		panic(staleMsg)
 	}
-	p.hint(e)
+	if !p.local.Push(e) { // hint, by hand: one call fewer
+		p.xch.Load().x.Park(e)
+	}
 	// The lost-wake-up protocol, releaser's side: publish (the
 	// compare-and-swap above), then look for waiters (see wait).
 	if p.state.Load() != 0 {
