@@ -16,7 +16,9 @@ import (
 // ReleaseChecker may be implemented by a Manager to check an object when it
 // is released: an error closes the object instead of pooling it (for example,
 // a connection released in the middle of a transaction). CheckRelease runs on
-// the releasing goroutine, under no lock of the pool's.
+// the releasing goroutine, under no lock of the pool's. Like
+// Manager.Recycle, it must not panic: the object of a panicking CheckRelease
+// keeps its slot for good.
 type ReleaseChecker[T any] interface {
 	CheckRelease(obj T) error
 }
