@@ -36,7 +36,7 @@ func stressDuration(t *testing.T) time.Duration {
 func TestStress(t *testing.T) {
 	// Contended: 72 goroutines on 8 objects (waits, hand-offs, slot
 	// hand-offs). Roomy: 64 goroutines on 64 objects (fast path, steals,
-	// exchange, spill), with the same chaos.
+	// exchange, registry scan), with the same chaos.
 	t.Run("MaxSize=8", func(t *testing.T) { stress(t, 8, 2) })
 	t.Run("MaxSize=64", func(t *testing.T) { stress(t, 64, 4) })
 }
