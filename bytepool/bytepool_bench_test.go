@@ -138,6 +138,7 @@ func BenchmarkBytes(b *testing.B) {
 	b.Run("Realistic", benchRealistic)
 	b.Run("Mixed", benchMixed)
 	b.Run("Burst", benchBurst)
+	b.Run("BurstSpread", benchBurstSpread)
 	b.Run("StatsOverhead", benchStatsOverhead)
 }
 
@@ -272,6 +273,56 @@ func benchBurst(b *testing.B) {
 					for j := range bufs {
 						bufs[j], hs[j] = im.get(n)
 						touch(bufs[j])
+					}
+					sink = bufs[burst-1]
+					for j := range bufs {
+						im.put(bufs[j], hs[j])
+						bufs[j], hs[j] = nil, nil
+					}
+				}
+				sink = nil
+				im.report(b)
+			})
+		}
+	}
+}
+
+// touchSpread writes one byte per 4 KiB page, as touch does, but at page
+// offset 64×(j mod 64) for the j-th buffer of a burst instead of always at
+// offset 0.
+func touchSpread(b []byte, j int) {
+	for i := 64 * (j % 64); i < len(b); i += 4096 {
+		b[i] = byte(i)
+	}
+}
+
+// benchBurstSpread is benchBurst (N = 10 and 100) with touchSpread: a
+// diagnostic, not a replacement. With touch, every write of a burst lands at
+// page offset 0, hence in one L1 cache set; on the machine of decision 0005
+// that costs about three times more when no locked instruction runs between
+// the buffers, and sync.Pool's Get runs one (a CAS), so the Burst rows measure
+// that effect more than the pools (docs/decisions/0005-bytepool.md,
+// "Bursts"). poolkit-deep is Config{Depth: 128}: the whole burst stays on the
+// per-P stack.
+func benchBurstSpread(b *testing.B) {
+	const n = 64 << 10
+	cs := []contender{
+		contenders()[0],
+		{"poolkit-deep", func(b *testing.B) impl { return newPoolkit(b, bytepool.Config{Depth: 128}) }},
+		contenders()[1],
+	}
+	for _, burst := range []int{10, 100} {
+		for _, c := range cs {
+			b.Run("N="+strconv.Itoa(burst)+"/Size=64KiB/Impl="+c.name, func(b *testing.B) {
+				im := c.make(b)
+				warm(im, n, burst)
+				bufs := make([][]byte, burst)
+				hs := make([]*[]byte, burst)
+				b.ReportAllocs()
+				for b.Loop() {
+					for j := range bufs {
+						bufs[j], hs[j] = im.get(n)
+						touchSpread(bufs[j], j)
 					}
 					sink = bufs[burst-1]
 					for j := range bufs {

@@ -42,7 +42,8 @@ type Pool struct {
 	hot       []hotClass
 	classes   []class
 	minSize   int
-	minShift  int // log2(minSize)
+	minMask   uint // minSize-1
+	minShift  int  // log2(minSize) = bits.Len(minMask)
 	maxSize   int
 	zeroOnPut bool
 	alloc     Allocator
@@ -66,16 +67,25 @@ type Pool struct {
 }
 
 // hotClass is the part of a class the fast path reads. Read-only after New.
+//
+// The per-P stacks hold only the address of each buffer's first byte: the
+// class gives its capacity, so a Put writes one word to the stack instead of
+// a three-word slice, and a Get rebuilds the slice (see slice). An address
+// kept as an unsafe.Pointer keeps a heap buffer alive exactly as the slice
+// did. See docs/decisions/0005-bytepool.md, "Fast path".
 type hotClass struct {
-	size  int
-	local *shard.Local[unsafe.Pointer] // nil when the budget leaves no per-P depth
+	// putSize is the capacity Put's fast path files as is: the class size,
+	// or -1 when every Put must take the long way (ZeroOnPut, or the
+	// poolkitdebug table), so that the fast path tests one field, not three.
+	putSize int
+	local   *shard.Local[unsafe.Pointer] // nil when the budget leaves no per-P depth
 }
 
 // class is one size class. Its counters are cold-path atomics on cache lines
 // of the class's own.
 type class struct {
 	size  int
-	depth int                  // per-P depth; 0 when local is nil
+	depth int                          // per-P depth; 0 when local is nil
 	local *shard.Local[unsafe.Pointer] // nil when the budget leaves no per-P depth
 	ex    exchange.Exchange[[]byte]
 	_     cacheline.Pad
@@ -110,7 +120,8 @@ func New(cfg Config) (*Pool, error) {
 		hot:       make([]hotClass, len(plans)),
 		classes:   make([]class, len(plans)),
 		minSize:   cfg.MinSize,
-		minShift:  bits.Len(uint(cfg.MinSize)) - 1,
+		minMask:   uint(cfg.MinSize - 1),
+		minShift:  bits.Len(uint(cfg.MinSize - 1)),
 		maxSize:   cfg.MaxSize,
 		zeroOnPut: cfg.ZeroOnPut,
 		alloc:     cfg.Allocator,
@@ -141,7 +152,10 @@ func New(cfg Config) (*Pool, error) {
 		} else {
 			cl.ex = exchange.New[[]byte](cfg.Exchange, pl.exCap)
 		}
-		p.hot[i] = hotClass{size: cl.size, local: cl.local}
+		p.hot[i] = hotClass{putSize: cl.size, local: cl.local}
+		if cfg.ZeroOnPut || debugTracking {
+			p.hot[i].putSize = -1
+		}
 		p.trim[i] = trimState{localUsed: now, exUsed: now}
 	}
 	if _, heap := alloc.(Heap); !heap || debugTracking {
@@ -163,27 +177,43 @@ func New(cfg Config) (*Pool, error) {
 // previous holder left, up to its capacity. Use GetZeroed, or
 // Config.ZeroOnPut, where that matters. Get panics if n is negative.
 func (p *Pool) Get(n int) []byte {
-	if uint(n) > uint(p.maxSize) {
-		return p.getLarge(n)
+	// One unsigned compare sends n <= 0 and n > maxSize to getOther.
+	if uint(n-1) >= uint(p.maxSize) {
+		return p.getOther(n)
 	}
-	k := p.classIndex(n)
-	h := &p.hot[k]
-	if h.local != nil {
-		if ptr, ok := h.local.Pop(); ok {
-			b := unsafe.Slice((*byte)(ptr), h.size)
+	// For 1 <= n <= maxSize, the class size is 1<<shift, the smallest power
+	// of two >= n and >= minSize. (shift&63 == shift; the mask spares the
+	// compiler's check for shifts of 64 or more.)
+	shift := bits.Len(uint(n-1) | p.minMask)
+	if l := p.hot[shift-p.minShift].local; l != nil {
+		if ptr, ok := l.Pop(); ok {
+			b := slice(ptr, n, 1<<(shift&63))
 			debugOnGet(b)
-			return b[:n]
+			return b
 		}
 	}
-	return p.getSlow(&p.classes[k], n)
+	return p.getSlow(n)
+}
+
+// slice returns the slice of length n and capacity size whose array starts at
+// ptr, for 0 <= n <= size. It is unsafe.Slice(ptr, size)[:n] without the
+// checks the compiler cannot drop there (a nil ptr, a negative or overflowing
+// size), none of which can fail for an address a per-P stack held: Put filed
+// only the first element of a buffer of exactly size bytes.
+func slice(ptr unsafe.Pointer, n, size int) []byte {
+	return *(*[]byte)(unsafe.Pointer(&sliceHeader{ptr, n, size}))
+}
+
+// sliceHeader has the memory layout of a slice (see unsafe rule 1: converting
+// a *sliceHeader to a *[]byte is valid because the two types share it).
+type sliceHeader struct {
+	data     unsafe.Pointer
+	len, cap int
 }
 
 // classIndex returns the class of a Get(n), for 0 <= n <= maxSize.
 func (p *Pool) classIndex(n int) int {
-	if n <= p.minSize {
-		return 0
-	}
-	return bits.Len(uint(n-1)) - p.minShift
+	return bits.Len(uint(max(n, 1)-1)|p.minMask) - p.minShift
 }
 
 // GetZeroed is Get with every byte of the result zeroed, up to its capacity.
@@ -193,15 +223,21 @@ func (p *Pool) GetZeroed(n int) []byte {
 	return b
 }
 
-func (p *Pool) getLarge(n int) []byte {
-	if n < 0 {
+// getOther is Get for n <= 0 and n > maxSize.
+func (p *Pool) getOther(n int) []byte {
+	switch {
+	case n < 0:
 		panic("bytepool: Get: negative size")
+	case n == 0:
+		return p.Get(1)[:0]
 	}
 	p.oversize.Add(1)
 	return make([]byte, n)
 }
 
-func (p *Pool) getSlow(cl *class, n int) []byte {
+// getSlow is Get, for 1 <= n <= maxSize, when the calling P's stack is empty.
+func (p *Pool) getSlow(n int) []byte {
+	cl := &p.classes[p.classIndex(n)]
 	if b, ok := cl.ex.Unpark(); ok {
 		cl.exHits.Add(1)
 		debugOnGet(b)
@@ -229,18 +265,25 @@ func (p *Pool) getSlow(cl *class, n int) []byte {
 // collector, or freed through the Allocator if it owns b.
 func (p *Pool) Put(b []byte) {
 	// Fast path: a buffer of exactly a class size (every buffer the pool
-	// allocated), no zeroing, no debug table. Everything else, nil included
-	// (k < 0), goes through putOther.
+	// allocated), no zeroing, no debug table (hotClass.putSize). Everything
+	// else, nil included (k < 0), goes through putOther.
 	c := cap(b)
 	k := bits.Len(uint(c)) - 1 - p.minShift
-	if uint(k) >= uint(len(p.hot)) || c != p.hot[k].size || p.zeroOnPut || debugTracking {
+	if uint(k) >= uint(len(p.hot)) || c != p.hot[k].putSize {
 		p.putOther(b)
 		return
 	}
 	if l := p.hot[k].local; l != nil && l.Push(unsafe.Pointer(unsafe.SliceData(b))) {
 		return
 	}
-	p.putSlow(&p.classes[k], b)
+	p.putFull(b)
+}
+
+// putFull is Put's fast path when the calling P's stack is full: cap(b) is
+// exactly a class size. It recomputes the class, so that Put keeps less alive
+// across its call to Push.
+func (p *Pool) putFull(b []byte) {
+	p.putSlow(&p.classes[bits.Len(uint(cap(b)))-1-p.minShift], b)
 }
 
 // putOther is Put for everything but the fast path: too small or too large
@@ -263,11 +306,11 @@ func (p *Pool) putOther(b []byte) {
 		}
 		k = len(p.hot) - 1
 	}
-	h := &p.hot[k]
-	b = b[:0:h.size]
+	h, size := &p.hot[k], p.classes[k].size
+	b = b[:0:size]
 	debugOnPut(b) // may panic; nothing is pinned here
 	if p.zeroOnPut {
-		clear(b[:h.size])
+		clear(b[:size])
 	}
 	if h.local != nil && h.local.Push(unsafe.Pointer(unsafe.SliceData(b))) {
 		return

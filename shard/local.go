@@ -61,10 +61,10 @@ type localShard[T any] struct {
 // localShardHead has the layout of localShard's fields (the type of slots
 // does not change a slice header's size); it sizes localShard's padding.
 type localShardHead struct {
-	g     guard
-	n     word
-	hits  word
-	slots []struct{}
+	_ guard
+	_ word // n
+	_ word // hits
+	_ []struct{}
 }
 
 // NewLocal returns a Local with stacks of the given depth. drop, if not nil, is
