@@ -10,7 +10,8 @@
 // # Acquire and Release
 //
 // Acquire takes, in order: an object from the calling P's stack (LIFO), from
-// the shared exchange, from another P's stack (steal); else it reserves a slot
+// the shared exchange, any other idle object (steal: a scan of every live
+// object, which finds those idle on other Ps' stacks); else it reserves a slot
 // under MaxSize and connects; else it waits in a FIFO queue. Whenever anyone
 // is waiting, a newcomer queues behind them. Every object handed out, by any
 // path, passes the expiry checks (lifetime with jitter drawn once per object,
@@ -19,18 +20,23 @@
 // on.
 //
 // Release checks the object (expiry, the manager's optional ReleaseChecker),
-// then hands it straight to the oldest waiter, else pushes it on the calling
-// P's stack, else parks it in the exchange. Destroy closes it instead; Detach
+// then hands it straight to the oldest waiter, else makes it idle and leaves
+// a pointer to it on the calling P's stack, else in the exchange. (The stacks
+// and the exchange hold such pointers — hints — and decide nothing: one
+// compare-and-swap on the object's own state word claims it, whoever found
+// it.) Destroy closes it instead; Detach
 // gives it to the caller. Manager.Close always runs on one of the pool's
 // closer goroutines, never on the caller's.
 //
 // # Leases
 //
-// A Lease is a small value: the object's record and a generation. Ending a
-// lease (Release, Destroy, Detach) bumps the generation with one
-// compare-and-swap, so every later use of the lease or of any copy panics with
-// a "pool: " message, even after the object went to someone else, and two
-// copies ended concurrently cannot both return the object.
+// A Lease is a small value: the object's record and a generation (the
+// object's state word when the lease took it; every claim and release moves
+// that word on, so no generation repeats). Ending a lease (Release, Destroy,
+// Detach) is one compare-and-swap on the state word, so every later use of
+// the lease or of any copy panics with a "pool: " message, even after the
+// object went to someone else, and two copies ended concurrently cannot both
+// return the object.
 //
 // # Time
 //
@@ -50,5 +56,6 @@
 // returns errors matching ErrInvalidConfig that name the bad field.
 //
 // See docs/DESIGN.md in the repository for the wake-up protocol and the
-// invariants, and docs/decisions/0003 and 0004 for the measured choices.
+// invariants, and docs/decisions/0003, 0004 and 0006 for the measured
+// choices.
 package pool
