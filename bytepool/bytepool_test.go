@@ -183,6 +183,41 @@ func TestZeroOnPutZeroesFiledBuffers(t *testing.T) {
 	})
 }
 
+// TestExchangeStatsExcludeDrains checks the exchange counters, which are
+// derived from the exchange's own counts of Parks and Unparks: a drain by Trim
+// is not an exchange hit, and nothing is counted twice. On one P, so that the
+// per-P stack is always the same one.
+func TestExchangeStatsExcludeDrains(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, kind := range []bytepool.ExchangeKind{bytepool.ExchangeRing, bytepool.ExchangeMutex} {
+		p := newPool(t, allocator{}, bytepool.Config{Depth: 1, ExchangeCapacity: 4, Exchange: kind})
+		getPut := func() {
+			bs := [][]byte{p.Get(1000), p.Get(1000), p.Get(1000)}
+			for _, b := range bs {
+				p.Put(b) // 1 on the stack, 2 in the exchange
+			}
+		}
+		getPut() // 3 allocations
+		getPut() // 1 local hit, 2 exchange hits
+		s := p.Stats()
+		if s.Allocs != 3 || s.LocalHits != 1 || s.ExchangeHits != 2 || s.Parked != 4 || s.Gets != 6 {
+			t.Fatalf("%v: Allocs %d LocalHits %d ExchangeHits %d Parked %d Gets %d, want 3 1 2 4 6",
+				kind, s.Allocs, s.LocalHits, s.ExchangeHits, s.Parked, s.Gets)
+		}
+		p.Trim() // drains 2 from the exchange: not Gets
+		s = p.Stats()
+		if s.ExchangeHits != 2 || s.Parked != 4 || s.Gets != 6 || s.Retained != 0 {
+			t.Fatalf("%v after Trim: ExchangeHits %d Parked %d Gets %d Retained %d, want 2 4 6 0",
+				kind, s.ExchangeHits, s.Parked, s.Gets, s.Retained)
+		}
+		getPut() // 3 allocations again (Trim emptied both tiers)
+		getPut() // 1 local hit, 2 exchange hits
+		if s = p.Stats(); s.Allocs != 6 || s.ExchangeHits != 4 || s.Parked != 8 {
+			t.Fatalf("%v after refill: Allocs %d ExchangeHits %d Parked %d, want 6 4 8", kind, s.Allocs, s.ExchangeHits, s.Parked)
+		}
+	}
+}
+
 func TestStatsCountEachLevel(t *testing.T) {
 	// ExchangeMutex: exact answers, so the counts below are deterministic.
 	p := newPool(t, allocator{}, bytepool.Config{Depth: 2, ExchangeCapacity: 2, Exchange: bytepool.ExchangeMutex})

@@ -89,9 +89,13 @@ type class struct {
 	local *shard.Local[unsafe.Pointer] // nil when the budget leaves no per-P depth
 	ex    exchange.Exchange[[]byte]
 	_     cacheline.Pad
-	// Updated off the fast path only.
-	exHits     atomic.Uint64 // Gets served by the exchange
-	parks      atomic.Uint64 // Puts filed in the exchange
+	// Updated off the fast path only. Gets served by the exchange and Puts
+	// filed in it are not counted here: the exchange counts its Parks and
+	// Unparks itself (exchange.Exchange.Counts), and exDrained counts the
+	// Unparks that were drains, not Gets (see class.exchangeHits). That
+	// saves two locked instructions per buffer that goes through the
+	// exchange (docs/decisions/0005-bytepool.md, "Bursts").
+	exDrained  atomic.Uint64 // buffers Trim, idle trimming or releaseAll took from the exchange
 	allocs     atomic.Uint64 // Gets that allocated a class buffer
 	allocFails atomic.Uint64 // of those, allocator failures (fell back to make)
 	drops      atomic.Uint64 // Puts filed under this class but dropped (full)
@@ -239,7 +243,6 @@ func (p *Pool) getOther(n int) []byte {
 func (p *Pool) getSlow(n int) []byte {
 	cl := &p.classes[p.classIndex(n)]
 	if b, ok := cl.ex.Unpark(); ok {
-		cl.exHits.Add(1)
 		debugOnGet(b)
 		return b[:n]
 	}
@@ -320,7 +323,6 @@ func (p *Pool) putOther(b []byte) {
 
 func (p *Pool) putSlow(cl *class, b []byte) {
 	if cl.ex.Park(b) {
-		cl.parks.Add(1)
 		return
 	}
 	cl.drops.Add(1)
@@ -362,10 +364,27 @@ func drain(cl *class, a Allocator) {
 		if !ok {
 			return
 		}
+		cl.exDrained.Add(1)
 		cl.released.Add(1)
 		debugForget(b)
 		release(a, b)
 	}
+}
+
+// exchangeHits returns the Gets served by the class's exchange: its Unparks
+// less those that were drains. exDrained is read first: a drain counts
+// itself after its Unpark, so every drain counted here is also in unparked,
+// and the difference cannot wrap around. Exact once the pool is quiescent.
+func (cl *class) exchangeHits() uint64 {
+	drained := cl.exDrained.Load()
+	_, unparked := cl.ex.Counts()
+	return unparked - drained
+}
+
+// parked returns the Puts filed in the class's exchange.
+func (cl *class) parked() uint64 {
+	parked, _ := cl.ex.Counts()
+	return parked
 }
 
 type releaseArg struct {

@@ -85,13 +85,13 @@ func (p *Pool) Stats() Stats {
 			Depth:        cl.depth,
 			ExchangeCap:  cl.ex.Cap(),
 			LocalHits:    cl.localHits(),
-			ExchangeHits: cl.exHits.Load(),
+			ExchangeHits: cl.exchangeHits(),
 			Allocs:       cl.allocs.Load(),
 			Drops:        cl.drops.Load(),
 			Released:     cl.released.Load(),
 		}
 		c.Gets = c.LocalHits + c.ExchangeHits + c.Allocs
-		c.Parked = cl.parks.Load()
+		c.Parked = cl.parked()
 		if cl.local != nil {
 			c.Buffers = cl.local.Len()
 		}

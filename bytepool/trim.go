@@ -75,7 +75,7 @@ func (p *Pool) gcTick(now time.Time) {
 		} else {
 			st.localIdle++
 		}
-		if eh := cl.exHits.Load(); eh != st.exSeen {
+		if eh := cl.exchangeHits(); eh != st.exSeen {
 			st.exSeen, st.exIdle, st.exUsed = eh, 0, now
 		} else {
 			st.exIdle++

@@ -22,6 +22,13 @@ type Exchange[T any] interface {
 	Len() int
 	// Cap returns the maximum number of values the exchange can hold.
 	Cap() int
+	// Counts returns the number of successful Parks and of successful
+	// Unparks since the exchange was made. Each count is exact and only
+	// grows; under concurrency the pair is a snapshot that may miss
+	// operations in flight (parked - unparked is within [0, Cap()] once the
+	// exchange is quiescent). It costs the Park and Unpark paths nothing:
+	// callers that need such counters need not keep their own.
+	Counts() (parked, unparked uint64)
 }
 
 // Compile-time checks that every implementation satisfies Exchange.
@@ -51,6 +58,9 @@ func (None[T]) Len() int { return 0 }
 
 // Cap returns 0.
 func (None[T]) Cap() int { return 0 }
+
+// Counts returns 0, 0.
+func (None[T]) Counts() (parked, unparked uint64) { return 0, 0 }
 
 // checkCapacity panics, with the package prefix, unless capacity >= 1.
 func checkCapacity(fn string, capacity int) {

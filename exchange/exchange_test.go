@@ -136,6 +136,9 @@ func TestNoneRefusesEverything(t *testing.T) {
 	require.Nil(t, v)
 	require.Zero(t, x.Len())
 	require.Zero(t, x.Cap())
+	parked, unparked := x.Counts()
+	require.Zero(t, parked)
+	require.Zero(t, unparked)
 	var n exchange.None[string] // the zero value works too
 	require.False(t, n.Park("x"))
 }
@@ -143,7 +146,9 @@ func TestNoneRefusesEverything(t *testing.T) {
 // TestMPMCDeliversEveryValueOnceInProducerOrder runs producers and consumers
 // against one exchange. Each value encodes (producer, sequence). It checks
 // that every value is delivered exactly once, that each consumer sees each
-// producer's values in increasing order, and that Len stays in [0, Cap].
+// producer's values in increasing order, that Len stays in [0, Cap], and
+// that Counts counts every successful Park and Unpark exactly once (and no
+// failed one).
 func TestMPMCDeliversEveryValueOnceInProducerOrder(t *testing.T) {
 	perRun := 200_000 // values per configuration
 	if raceEnabled {
@@ -230,6 +235,9 @@ func stress(t *testing.T, x exchange.Exchange[int], producers, consumers, perPro
 				lenFailures++
 				fail("Len() = %d, outside [0, %d]", n, x.Cap())
 			}
+			if parked, unparked := x.Counts(); unparked > parked || parked > uint64(total) {
+				fail("Counts() = %d parked, %d unparked: want unparked <= parked <= %d", parked, unparked, total)
+			}
 			samples++
 			runtime.Gosched()
 		}
@@ -247,6 +255,11 @@ func stress(t *testing.T, x exchange.Exchange[int], producers, consumers, perPro
 	require.False(t, ok, "exchange must be empty at the end")
 	require.Zero(t, x.Len())
 	require.Zero(t, lenFailures)
+	// Every successful Park and Unpark was counted, exactly once; the failed
+	// ones (full, empty, lost races) were not.
+	parked, unparked := x.Counts()
+	require.Equal(t, uint64(total), parked, "Counts: parked")
+	require.Equal(t, uint64(total), unparked, "Counts: unparked")
 	t.Logf("%d Len samples", samples)
 }
 

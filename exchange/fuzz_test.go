@@ -10,8 +10,9 @@ import (
 
 // model is the reference: a plain slice with a capacity.
 type model struct {
-	vals []int
-	cap  int
+	vals             []int
+	cap              int
+	parked, unparked uint64
 }
 
 func (m *model) Park(v int) bool {
@@ -19,6 +20,7 @@ func (m *model) Park(v int) bool {
 		return false
 	}
 	m.vals = append(m.vals, v)
+	m.parked++
 	return true
 }
 
@@ -28,6 +30,7 @@ func (m *model) Unpark() (int, bool) {
 	}
 	v := m.vals[0]
 	m.vals = m.vals[1:]
+	m.unparked++
 	return v, true
 }
 
@@ -38,7 +41,7 @@ func (m *model) Unpark() (int, bool) {
 // Input: byte 0 chooses the requested capacity (1..16). Every following byte
 // is one operation, chosen by its low two bits: 0 and 1 Park (the value parked
 // is the operation's index, so every value is distinct), 2 Unpark, 3 Len and
-// Cap. Parks are weighted double so that inputs reach the full state.
+// Cap and Counts. Parks are weighted double so that inputs reach the full state.
 func FuzzExchangeModel(f *testing.F) {
 	f.Add([]byte{0})
 	f.Add([]byte{0, 0, 2, 2, 3})                      // capacity 1: park, unpark, empty
@@ -65,9 +68,13 @@ func FuzzExchangeModel(f *testing.F) {
 				case 3:
 					require.Equal(t, len(m.vals), x.Len(), "%s: op %d: Len", name, i)
 					require.Equal(t, m.cap, x.Cap(), "%s: op %d: Cap", name, i)
+					parked, unparked := x.Counts()
+					require.Equal(t, [2]uint64{m.parked, m.unparked}, [2]uint64{parked, unparked}, "%s: op %d: Counts", name, i)
 				}
 			}
 			require.Equal(t, len(m.vals), x.Len(), "%s: final Len", name)
+			parked, unparked := x.Counts()
+			require.Equal(t, [2]uint64{m.parked, m.unparked}, [2]uint64{parked, unparked}, "%s: final Counts", name)
 		}
 		r := exchange.NewRing[int](capacity)
 		require.GreaterOrEqual(t, r.Cap(), capacity)

@@ -245,3 +245,14 @@ func (r *Ring[T]) Len() int {
 // Cap returns the ring's capacity: the capacity given to NewRing rounded up
 // to a power of two.
 func (r *Ring[T]) Cap() int { return int(r.mask + 1) }
+
+// Counts returns the number of successful Parks and Unparks: the tail and
+// head positions, which advance exactly once per successful Park (the CAS
+// that claims a position) and per successful Unpark. A Park counted here may
+// not have published its value yet (see Ring.Unpark).
+func (r *Ring[T]) Counts() (parked, unparked uint64) {
+	// Head before tail, as in Len, so that unparked <= parked.
+	unparked = r.head.Load()
+	parked = r.tail.Load()
+	return parked, unparked
+}
