@@ -256,35 +256,41 @@ func benchMixed(b *testing.B) {
 // 1 GiB budget) is shown beside the default one, whose 64 KiB class keeps
 // Depth×GOMAXPROCS + DefaultExchangeCapacity buffers.
 func benchBurst(b *testing.B) {
-	const n = 64 << 10
 	cs := append(contenders()[:1:1], contender{"poolkit-sized", func(b *testing.B) impl {
 		return newPoolkit(b, bytepool.Config{ExchangeCapacity: 1024, MaxRetained: 1 << 30})
 	}})
 	cs = append(cs, contenders()[1:]...)
 	for _, burst := range []int{10, 100, 1000} {
 		for _, c := range cs {
-			b.Run("N="+strconv.Itoa(burst)+"/Size=64KiB/Impl="+c.name, func(b *testing.B) {
-				im := c.make(b)
-				warm(im, n, burst)
-				bufs := make([][]byte, burst)
-				hs := make([]*[]byte, burst)
-				b.ReportAllocs()
-				for b.Loop() {
-					for j := range bufs {
-						bufs[j], hs[j] = im.get(n)
-						touch(bufs[j])
-					}
-					sink = bufs[burst-1]
-					for j := range bufs {
-						im.put(bufs[j], hs[j])
-						bufs[j], hs[j] = nil, nil
-					}
-				}
-				sink = nil
-				im.report(b)
-			})
+			runBurst(b, c, burst, func(buf []byte, _ int) { touch(buf) })
 		}
 	}
+}
+
+// runBurst runs one Burst row: get burst × 64 KiB, writing each with
+// write(buf, j), then put them all.
+func runBurst(b *testing.B, c contender, burst int, write func(buf []byte, j int)) {
+	const n = 64 << 10
+	b.Run("N="+strconv.Itoa(burst)+"/Size=64KiB/Impl="+c.name, func(b *testing.B) {
+		im := c.make(b)
+		warm(im, n, burst)
+		bufs := make([][]byte, burst)
+		hs := make([]*[]byte, burst)
+		b.ReportAllocs()
+		for b.Loop() {
+			for j := range bufs {
+				bufs[j], hs[j] = im.get(n)
+				write(bufs[j], j)
+			}
+			sink = bufs[burst-1]
+			for j := range bufs {
+				im.put(bufs[j], hs[j])
+				bufs[j], hs[j] = nil, nil
+			}
+		}
+		sink = nil
+		im.report(b)
+	})
 }
 
 // touchSpread writes one byte per 4 KiB page, as touch does, but at page
@@ -305,7 +311,6 @@ func touchSpread(b []byte, j int) {
 // "Bursts"). poolkit-deep is Config{Depth: 128}: the whole burst stays on the
 // per-P stack.
 func benchBurstSpread(b *testing.B) {
-	const n = 64 << 10
 	cs := []contender{
 		contenders()[0],
 		{"poolkit-deep", func(b *testing.B) impl { return newPoolkit(b, bytepool.Config{Depth: 128}) }},
@@ -313,26 +318,7 @@ func benchBurstSpread(b *testing.B) {
 	}
 	for _, burst := range []int{10, 100} {
 		for _, c := range cs {
-			b.Run("N="+strconv.Itoa(burst)+"/Size=64KiB/Impl="+c.name, func(b *testing.B) {
-				im := c.make(b)
-				warm(im, n, burst)
-				bufs := make([][]byte, burst)
-				hs := make([]*[]byte, burst)
-				b.ReportAllocs()
-				for b.Loop() {
-					for j := range bufs {
-						bufs[j], hs[j] = im.get(n)
-						touchSpread(bufs[j], j)
-					}
-					sink = bufs[burst-1]
-					for j := range bufs {
-						im.put(bufs[j], hs[j])
-						bufs[j], hs[j] = nil, nil
-					}
-				}
-				sink = nil
-				im.report(b)
-			})
+			runBurst(b, c, burst, touchSpread)
 		}
 	}
 }
