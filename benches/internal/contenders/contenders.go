@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 )
 
 // Conn stands in for a pooled connection: a heap object of a cache line that
@@ -94,10 +95,16 @@ func PoolByName(name string) (PoolContender, error) {
 var ErrTimeout = errors.New("contenders: acquire timed out")
 
 // Buf is a buffer handed out by a Bytes pool. B is the buffer, len n; ref is
-// the contender's handle for returning it (a pointer, so no allocation).
+// the contender's handle for returning it (a pointer, so no allocation; nil
+// when there is none).
+//
+// Buf is four words on purpose: the compiler keeps a struct of at most four
+// words in registers, but copies a larger one through the stack with 16-byte
+// moves that reload 8-byte stores, a store-forwarding stall of a few ns that
+// every op of the harness paid (with ref an interface, five words).
 type Buf struct {
 	B   []byte
-	ref any
+	ref unsafe.Pointer
 }
 
 // BytesConfig is what the byte-pool benchmarks vary.

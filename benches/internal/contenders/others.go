@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/jackc/puddle/v2"
 	gobufferpool "github.com/libp2p/go-buffer-pool"
@@ -345,12 +346,12 @@ func (p *syncBytes) Get(n int) Buf {
 		return Buf{B: make([]byte, n)}
 	}
 	bp := p.pools[i].Get().(*[]byte)
-	return Buf{B: (*bp)[:n], ref: bp}
+	return Buf{B: (*bp)[:n], ref: unsafe.Pointer(bp)}
 }
 
 func (p *syncBytes) Put(b Buf) {
-	bp, ok := b.ref.(*[]byte)
-	if !ok {
+	bp := (*[]byte)(b.ref)
+	if bp == nil {
 		return
 	}
 	if i := p.index(len(b.B)); i >= 0 {
@@ -388,12 +389,12 @@ func (p byteBufferPool) Get(n int) Buf {
 		bb.B = make([]byte, n)
 	}
 	bb.B = bb.B[:n]
-	return Buf{B: bb.B, ref: bb}
+	return Buf{B: bb.B, ref: unsafe.Pointer(bb)}
 }
 
 func (p byteBufferPool) Put(b Buf) {
-	bb, ok := b.ref.(*bytebufferpool.ByteBuffer)
-	if !ok {
+	bb := (*bytebufferpool.ByteBuffer)(b.ref)
+	if bb == nil {
 		return
 	}
 	bb.B = b.B

@@ -90,7 +90,9 @@ func TestCountSeesARealTimeWait(t *testing.T) {
 	require.NoError(t, s.Close())
 	after, err := Settle(port, time.Second)
 	require.NoError(t, err)
-	assert.Equal(t, before.TimeWait+1, after.TimeWait)
+	// At least ours: an earlier connection that used this port number (as
+	// an ephemeral port: a benchmark leaves thousands) may add its own.
+	assert.GreaterOrEqual(t, after.TimeWait, before.TimeWait+1)
 	assert.Zero(t, after.Closing)
 }
 
