@@ -11,6 +11,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -85,7 +87,7 @@ func (m Manager) Recycle(ctx context.Context, c *pgconn.PgConn, met manager.Metr
 	if err := m.CheckRelease(c); err != nil {
 		return err
 	}
-	if err := (manager.Dialer{}).Recycle(ctx, c.Conn(), met); err != nil {
+	if err := peek(ctx, c.Conn(), met); err != nil {
 		return fmt.Errorf("%w: %w", ErrNotReusable, err)
 	}
 	after := m.PingAfter
@@ -98,6 +100,37 @@ func (m Manager) Recycle(ctx context.Context, c *pgconn.PgConn, met manager.Metr
 		}
 	}
 	return nil
+}
+
+// peekWait bounds how long Recycle's peek waits for the socket's read lock
+// (see peek).
+const peekWait = 20 * time.Millisecond
+
+// peek runs manager.Dialer's non-blocking liveness check on the socket under
+// c.
+//
+// pgconn may leave a background reader parked in Read on an idle connection:
+// it starts one when a write is slow (15 ms), and that reader stops only after
+// its next read returns. The parked read holds the socket's read lock, so a
+// plain peek would wait for it — for ever on an idle connection (seen as a
+// hung E2E benchmark on a loaded machine). So the peek runs under a short read
+// deadline: if a parked read holds the lock, the deadline wakes it (pgconn's
+// reader stops on a timeout and buffers nothing), the peek fails with the
+// deadline, and the second try finds the lock free. The deadline is cleared
+// afterwards, as pgconn leaves it between operations.
+func peek(ctx context.Context, nc net.Conn, met manager.Metrics) error {
+	defer func() { _ = nc.SetReadDeadline(time.Time{}) }()
+	var err error
+	for range 2 {
+		if err = nc.SetReadDeadline(time.Now().Add(peekWait)); err != nil {
+			return err
+		}
+		err = (manager.Dialer{}).Recycle(ctx, nc, met)
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
+		}
+	}
+	return err
 }
 
 // CheckRelease rejects a connection that is closed, busy (a result not read
