@@ -2,7 +2,10 @@ package pool_test
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -73,4 +76,98 @@ func TestMetricsID(t *testing.T) {
 	for _, id := range seen {
 		require.Contains(t, []uint64{1, 2}, id)
 	}
+}
+
+// Shrinking closes the surplus and no more: objects already queued for
+// Manager.Close (which keep their slots until it returns) are not surplus a
+// second time, on release or in a reaping pass.
+func TestShrinkClosesOnlyTheSurplus(t *testing.T) {
+	for _, via := range []string{"release", "reap"} {
+		t.Run(via, func(t *testing.T) {
+			unblock := make(chan struct{})
+			f := &fakeMgr{close: func(*obj) { <-unblock }}
+			p := newPool(t, f, pool.Config{MaxSize: 10})
+			var ls []pool.Lease[*obj]
+			for range 10 {
+				ls = append(ls, acquire(t, p))
+			}
+			if via == "reap" {
+				for _, l := range ls {
+					l.Release()
+				}
+			}
+			p.SetMaxSize(5)
+			if via == "release" {
+				for _, l := range ls {
+					l.Release()
+				}
+			} else {
+				p.Reap(-1)
+				p.Reap(-1)
+			}
+			require.Eventually(t, func() bool { return p.Stats().Closing == 5 }, 5*time.Second, time.Millisecond)
+			p.Reap(-1) // the maintainer may reap too: still nothing more
+			st := p.Stats()
+			require.Equal(t, 5, st.Closing)
+			require.Equal(t, 5, st.Idle)
+			close(unblock)
+			require.Eventually(t, func() bool { s := p.Stats(); return s.Closing == 0 && s.Live == 5 }, 5*time.Second, time.Millisecond)
+			require.Equal(t, uint64(5), p.Stats().ClosedShrink)
+		})
+	}
+}
+
+// relCheckMgr is a fakeMgr with a ReleaseChecker that reports calls made
+// while the object is held by someone (its in-use flag set).
+type relCheckMgr struct {
+	*fakeMgr
+	onHeld atomic.Int32
+}
+
+func (m *relCheckMgr) CheckRelease(o *obj) error {
+	time.Sleep(20 * time.Microsecond)
+	if o.inUse.Load() {
+		m.onHeld.Add(1)
+	}
+	return nil
+}
+
+// Two copies of one lease released at once (a race of the caller's): one
+// panics before touching the object, so the manager's release check never
+// runs on an object already handed to someone else.
+func TestConcurrentDoubleReleaseNeverChecksAHandedOnObject(t *testing.T) {
+	m := &relCheckMgr{fakeMgr: &fakeMgr{}}
+	p, err := pool.New[*obj](m, pool.Config{MaxSize: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close(context.Background())) })
+	for range 300 {
+		l, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		var panics atomic.Int32
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				defer func() {
+					if recover() != nil {
+						panics.Add(1)
+					}
+				}()
+				l.Release()
+			})
+		}
+		wg.Go(func() {
+			l2, err := p.Acquire(context.Background())
+			if err != nil {
+				return
+			}
+			o := l2.Value()
+			o.inUse.Store(true)
+			time.Sleep(100 * time.Microsecond)
+			o.inUse.Store(false)
+			l2.Release()
+		})
+		wg.Wait()
+		require.Equal(t, int32(1), panics.Load())
+	}
+	require.Zero(t, m.onHeld.Load(), "CheckRelease ran on an object held by another lease")
 }

@@ -95,7 +95,7 @@ func (p *Pool[T]) maintain() {
 		}
 		now := time.Duration(p.publishClock().ns)
 		if p.maxIdle > 0 {
-			inUse := int(p.live.Load()) - p.idleLen() + int(p.state.Load()&waiterMask)
+			inUse := int(p.kept()) - p.idleLen() + int(p.state.Load()&waiterMask)
 			inUse = max(inUse, int(p.peakHint.Swap(0)))
 			peak.sample(now, inUse, p.cfg.MaxIdleTime)
 		}
@@ -129,7 +129,9 @@ func (p *Pool[T]) reap(peak int) {
 		}
 	}
 	clear(idle[len(kept):])
-	live := int(p.live.Load())
+	// What the pool keeps, read after the expired ones above were queued
+	// for closing: objects already on their way out are no surplus.
+	live := int(p.kept())
 	over := live - int(p.maxSize.Load())
 	surplus := max(over, 0)
 	if p.maxIdle > 0 && peak >= 0 {

@@ -72,8 +72,10 @@ type Pool[T any] struct {
 	// xch is the current exchange; replaced (grown) by SetMaxSize.
 	xch atomic.Pointer[xbox[T]]
 	_   cacheline.Pad
-	// live counts idle + leased + connecting objects; a slot is reserved by
-	// CAS in reserve before a connect, so live ≤ maxSize outside a shrink.
+	// live counts idle + leased + connecting objects, and those queued for
+	// or in Manager.Close (they keep their slots until it returns); a slot
+	// is reserved by CAS in reserve before a connect, so live ≤ maxSize
+	// outside a shrink.
 	live    atomic.Int64
 	maxSize atomic.Int64
 	_       cacheline.Pad
@@ -280,8 +282,9 @@ func (l Lease[T]) Detach() T {
 	return v
 }
 
-// Acquire returns a lease on an object: an idle one if there is one (this
-// P's stack, then the exchange, then other Ps' stacks), else a new one if the
+// Acquire returns a lease on an object: an idle one if there is one (found
+// through this P's stack, then the exchange, then a scan of every live
+// object, which reaches those idle on other Ps' stacks), else a new one if the
 // pool is below MaxSize, else one released to it while it waits in FIFO
 // order. Every object handed out passes the expiry checks and, if used
 // before, Manager.Recycle under ctx.
@@ -424,26 +427,25 @@ func (p *Pool[T]) check(ctx context.Context, e *entry[T]) int {
 // checks, then the oldest waiter, else idle (with a hint on this P's stack,
 // else in the exchange). Every path ends the lease with one
 // compare-and-swap, so that of two concurrent Releases of one lease exactly
-// one proceeds.
+// one proceeds and the other panics.
+//
+// The fast path (no ReleaseChecker, no waiter, not closed or shrinking, the
+// entry already stamped with this clock tick) ends the lease and publishes
+// the object with that single compare-and-swap, and writes nothing to the
+// entry before it: the loser of two concurrent Releases (a data race of the
+// caller's) has then only read the entry. Every other path ends the lease
+// first and then works on an object it holds (putHeld); the one extra
+// read-modify-write that costs falls on the clock-tick case once per tick per
+// object, and on managers with a ReleaseChecker.
 func (p *Pool[T]) put(e *entry[T], gen uint64) {
-	if p.relCheck != nil && p.relCheck.CheckRelease(e.value) != nil {
+	if p.relCheck != nil || p.state.Load() != 0 || e.lastUsed != p.clock.Load().ns {
 		p.endLease(e, gen)
-		p.discard(e, reasonReleaseCheck)
+		p.putHeld(e)
 		return
-	}
-	if tk := p.clock.Load(); e.lastUsed != tk.ns {
-		// Only when the clock has moved: within one tick the entry already
-		// holds this time.
-		e.lastUsed, e.m.LastUsed = tk.ns, tk.at
 	}
 	if r := p.expired(e, false); r != 0 {
 		p.endLease(e, gen)
 		p.discard(e, r)
-		return
-	}
-	if p.state.Load() != 0 {
-		p.endLease(e, gen)
-		p.putSlow(e)
 		return
 	}
 	// Idle from here: any claimer may take it.
@@ -467,7 +469,26 @@ func (p *Pool[T]) endLease(e *entry[T], gen uint64) {
 	}
 }
 
-// putSlow is put when the pool is closed, shrinking or has waiters.
+// putHeld is put after the lease has ended, on an object the caller holds:
+// the manager's release check, the time stamp, the expiry checks, then
+// putSlow.
+func (p *Pool[T]) putHeld(e *entry[T]) {
+	if p.relCheck != nil && p.relCheck.CheckRelease(e.value) != nil {
+		p.discard(e, reasonReleaseCheck)
+		return
+	}
+	if tk := p.clock.Load(); e.lastUsed != tk.ns {
+		e.lastUsed, e.m.LastUsed = tk.ns, tk.at
+	}
+	if r := p.expired(e, false); r != 0 {
+		p.discard(e, r)
+		return
+	}
+	p.putSlow(e)
+}
+
+// putSlow returns a held object that passed its release checks: closed, or
+// over MaxSize after a shrink, it is closed; else giveBack.
 func (p *Pool[T]) putSlow(e *entry[T]) {
 	s := p.state.Load()
 	if s&closedBit != 0 {
@@ -481,18 +502,26 @@ func (p *Pool[T]) putSlow(e *entry[T]) {
 	p.giveBack(e)
 }
 
-// overSize reports whether live exceeds maxSize, clearing shrinkingBit once
-// it does not.
+// overSize reports whether the objects the pool keeps exceed maxSize,
+// clearing shrinkingBit once they do not.
 func (p *Pool[T]) overSize() bool {
-	if p.live.Load() > p.maxSize.Load() {
+	if p.kept() > p.maxSize.Load() {
 		return true
 	}
 	p.mu.Lock()
-	if p.live.Load() <= p.maxSize.Load() {
+	if p.kept() <= p.maxSize.Load() {
 		p.state.And(^shrinkingBit)
 	}
 	p.mu.Unlock()
 	return false
+}
+
+// kept is the number of live objects not on their way out: live minus those
+// queued for, or in, Manager.Close (which keep their slots until it returns,
+// but are no surplus to close again). Two loads, so approximate while closes
+// finish.
+func (p *Pool[T]) kept() int64 {
+	return p.live.Load() - p.closing.Load()
 }
 
 // giveBack returns an object that passed its release checks (or a fresh or

@@ -22,8 +22,8 @@ type counters struct {
 }
 
 // Stats is a snapshot of a pool's gauges and counters. Gauges are
-// approximate under concurrency (Idle sums per-P stacks read without
-// stopping them); counters are cumulative.
+// approximate under concurrency (Idle counts the idle objects one by one,
+// without stopping anything); counters are cumulative.
 type Stats struct {
 	MaxSize    int
 	Live       int // idle + leased + connecting + closing: exact at the instant it is read
