@@ -124,3 +124,18 @@ func settle(t *testing.T, p *pool.Pool[*obj]) pool.Stats {
 	require.Eventually(t, func() bool { return p.Stats().Closing == 0 }, 5*time.Second, time.Millisecond)
 	return p.Stats()
 }
+
+// releaseTwice starts two goroutines on wg that release l at once, and
+// counts in panics those that panicked.
+func releaseTwice(wg *sync.WaitGroup, l pool.Lease[*obj], panics *atomic.Int32) {
+	for range 2 {
+		wg.Go(func() {
+			defer func() {
+				if recover() != nil {
+					panics.Add(1)
+				}
+			}()
+			l.Release()
+		})
+	}
+}

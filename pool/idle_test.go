@@ -137,24 +137,12 @@ func (m *relCheckMgr) CheckRelease(o *obj) error {
 // runs on an object already handed to someone else.
 func TestConcurrentDoubleReleaseNeverChecksAHandedOnObject(t *testing.T) {
 	m := &relCheckMgr{fakeMgr: &fakeMgr{}}
-	p, err := pool.New[*obj](m, pool.Config{MaxSize: 1})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, p.Close(context.Background())) })
+	p := newPool(t, m, pool.Config{MaxSize: 1})
 	for range 300 {
-		l, err := p.Acquire(context.Background())
-		require.NoError(t, err)
+		l := acquire(t, p)
 		var panics atomic.Int32
 		var wg sync.WaitGroup
-		for range 2 {
-			wg.Go(func() {
-				defer func() {
-					if recover() != nil {
-						panics.Add(1)
-					}
-				}()
-				l.Release()
-			})
-		}
+		releaseTwice(&wg, l, &panics)
 		wg.Go(func() {
 			l2, err := p.Acquire(context.Background())
 			if err != nil {

@@ -688,16 +688,7 @@ func TestConcurrentDoubleReleaseQueuesOnce(t *testing.T) {
 		l := acquire(t, p)
 		var panics atomic.Int32
 		var wg sync.WaitGroup
-		for range 2 {
-			wg.Go(func() {
-				defer func() {
-					if recover() != nil {
-						panics.Add(1)
-					}
-				}()
-				l.Release()
-			})
-		}
+		releaseTwice(&wg, l, &panics)
 		wg.Wait()
 		require.Equal(t, int32(1), panics.Load())
 	}
