@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -125,13 +126,34 @@ func stress(t *testing.T, maxSize, localDepth int) {
 			}
 		})
 	}
+	// Invariant 1 as the monitor checks it: live never exceeds bound. A grow
+	// raises bound before it takes effect; a shrink sets target after it has
+	// taken effect, and bound comes down to target once live is seen to fit
+	// (nothing new is made above MaxSize, so it stays fitting). Both sides
+	// hold bmu, and the monitor reads Stats under it.
+	var bmu sync.Mutex
+	bound, target := maxSize, maxSize
+	setMaxSize := func(n int) {
+		bmu.Lock()
+		if n >= target {
+			bound, target = max(bound, n), n
+			p.SetMaxSize(n)
+			bmu.Unlock()
+			return
+		}
+		bmu.Unlock()
+		p.SetMaxSize(n)
+		bmu.Lock()
+		target = n
+		bmu.Unlock()
+	}
 	// Chaos: Reset and SetMaxSize while running.
 	wg.Go(func() {
 		r := rand.New(rand.NewPCG(7, 7))
 		for {
 			select {
 			case <-stop:
-				p.SetMaxSize(maxSize)
+				setMaxSize(maxSize)
 				return
 			case <-time.After(time.Duration(5+r.IntN(10)) * time.Millisecond):
 			}
@@ -140,12 +162,13 @@ func stress(t *testing.T, maxSize, localDepth int) {
 			} else {
 				// Up to 1.5×: growing past the exchange's capacity swaps
 				// in a bigger exchange while objects are parked.
-				p.SetMaxSize(maxSize/2 + r.IntN(maxSize+1))
+				setMaxSize(maxSize/2 + r.IntN(maxSize+1))
 			}
 		}
 	})
-	// Monitor: live never exceeds the largest MaxSize, and no waiter is
-	// blocked a full second past its deadline.
+	// Monitor: live never exceeds bound (MaxSize, or the old MaxSize while
+	// a shrink's surplus closes), and no waiter is blocked a full second past
+	// its deadline.
 	monitorDone := make(chan struct{})
 	go func() {
 		defer close(monitorDone)
@@ -155,9 +178,13 @@ func stress(t *testing.T, maxSize, localDepth int) {
 				return
 			case <-time.After(time.Millisecond):
 			}
-			if st := p.Stats(); st.Live > maxSize*3/2 {
-				violate("live above MaxSize")
+			bmu.Lock()
+			if st := p.Stats(); st.Live > bound {
+				violate(fmt.Sprintf("live %d above MaxSize (bound %d, target %d)", st.Live, bound, target))
+			} else if st.Live <= target {
+				bound = target
 			}
+			bmu.Unlock()
 			now := time.Now().UnixNano()
 			for i := range inAcquire {
 				if d := inAcquire[i].Load(); d != 0 && now > d+int64(time.Second) {
