@@ -28,10 +28,11 @@ import (
 // All of these are sequentially consistent, so either the releaser sees the
 // waiter or the waiter's scan sees the idle state.
 
-// claim takes e if it is idle. The hot paths inline it by hand.
-func claim[T any](e *entry[T]) bool {
+// claim takes e if it is idle, and returns the state it now holds e at (a
+// lease's generation).
+func claim[T any](e *entry[T]) (gen uint64, ok bool) {
 	s := e.state.Load()
-	return s&1 == 0 && e.state.CompareAndSwap(s, s+1)
+	return s + 1, s&1 == 0 && e.state.CompareAndSwap(s, s+1)
 }
 
 // publish makes e, which the caller holds, idle, and leaves a hint for it.
@@ -63,7 +64,7 @@ func (p *Pool[T]) take() (*entry[T], int) {
 		if !ok {
 			break
 		}
-		if claim(e) {
+		if _, ok := claim(e); ok {
 			return e, srcLocal
 		}
 		p.counters.stale.Add(1)
@@ -74,7 +75,7 @@ func (p *Pool[T]) take() (*entry[T], int) {
 		if !ok {
 			break
 		}
-		if claim(e) {
+		if _, ok := claim(e); ok {
 			p.counters.xhits.Add(1)
 			return e, srcExchange
 		}
@@ -89,7 +90,7 @@ func (p *Pool[T]) take() (*entry[T], int) {
 // drainIdle closes every idle object (Close, or a put that raced with it).
 func (p *Pool[T]) drainIdle(r int) {
 	p.reg.each(func(e *entry[T]) {
-		if claim(e) {
+		if _, ok := claim(e); ok {
 			p.discard(e, r)
 		}
 	})
@@ -185,8 +186,10 @@ func (r *registry[T]) claimAny() *entry[T] {
 	n := len(a.s)
 	i := rand.IntN(n)
 	for range n {
-		if e := a.s[i].Load(); e != nil && claim(e) {
-			return e
+		if e := a.s[i].Load(); e != nil {
+			if _, ok := claim(e); ok {
+				return e
+			}
 		}
 		if i++; i == n {
 			i = 0

@@ -115,7 +115,7 @@ func (p *Pool[T]) maintain() {
 func (p *Pool[T]) reap(peak int) {
 	var idle []*entry[T]
 	p.reg.each(func(e *entry[T]) {
-		if claim(e) {
+		if _, ok := claim(e); ok {
 			idle = append(idle, e)
 		}
 	})

@@ -298,12 +298,11 @@ func (l Lease[T]) Detach() T {
 func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 	if p.state.Load()&(closedBit|waiterMask) == 0 {
 		if e, ok := p.local.Pop(); ok {
-			// claim, by hand: the compiler does not inline it here.
-			if s := e.state.Load(); s&1 == 0 && e.state.CompareAndSwap(s, s+1) {
+			if gen, ok := claim(e); ok {
 				// usable, by hand: one call fewer.
 				r := p.check(ctx, e)
 				if r == 0 {
-					return Lease[T]{e, s + 1}, nil
+					return Lease[T]{e, gen}, nil
 				}
 				p.discard(e, r)
 				p.counters.localMiss.Add(1)
@@ -452,7 +451,7 @@ func (p *Pool[T]) put(e *entry[T], gen uint64) {
 	if !e.state.CompareAndSwap(gen, gen+1) {
 		panic(staleMsg)
 	}
-	if !p.local.Push(e) { // hint, by hand: one call fewer
+	if !p.local.Push(e) { // hint, by hand: the compiler does not inline it here
 		p.xch.Load().x.Park(e)
 	}
 	// The lost-wake-up protocol, releaser's side: publish (the
