@@ -87,13 +87,18 @@ func (p *Pool[T]) take() (*entry[T], int) {
 	return nil, 0
 }
 
-// drainIdle closes every idle object (Close, or a put that raced with it).
-func (p *Pool[T]) drainIdle(r int) {
+// claimIdle claims every idle object and passes it to f.
+func (p *Pool[T]) claimIdle(f func(*entry[T])) {
 	p.reg.each(func(e *entry[T]) {
 		if _, ok := claim(e); ok {
-			p.discard(e, r)
+			f(e)
 		}
 	})
+}
+
+// drainIdle closes every idle object (Close, or a put that raced with it).
+func (p *Pool[T]) drainIdle(r int) {
+	p.claimIdle(func(e *entry[T]) { p.discard(e, r) })
 }
 
 // dropHints empties the per-P stacks and the exchange of hints (after Close:

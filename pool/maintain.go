@@ -114,11 +114,7 @@ func (p *Pool[T]) maintain() {
 // lock is held while the Manager runs.
 func (p *Pool[T]) reap(peak int) {
 	var idle []*entry[T]
-	p.reg.each(func(e *entry[T]) {
-		if _, ok := claim(e); ok {
-			idle = append(idle, e)
-		}
-	})
+	p.claimIdle(func(e *entry[T]) { idle = append(idle, e) })
 
 	kept := idle[:0]
 	for _, e := range idle {
