@@ -3,3 +3,21 @@ package shard
 // RandomIDs reports whether this build draws stack ids at random
 // (poolkit_nolinkname).
 const RandomIDs = randomIDs
+
+// PushSpillAt files v in the spill of stack pid of the current table, as that
+// P's owner would. Tests only: nothing else may use the Local meanwhile.
+func (l *Local[T]) PushSpillAt(pid int, v T) bool { return l.cur.Load().shards[pid].sp.push(v) }
+
+// StealAt steals from the spill of stack pid of the current table.
+func (l *Local[T]) StealAt(pid int) (T, bool) { return l.cur.Load().shards[pid].sp.steal() }
+
+// StartSpillAt makes the empty spill of stack pid start at position pos, so
+// that tests can cross the wrap of the uint32 positions.
+func (l *Local[T]) StartSpillAt(pid int, pos uint32) {
+	sp := &l.cur.Load().shards[pid].sp
+	mask := uint32(len(sp.cells) - 1)
+	sp.headTail.Store(pack(pos, pos))
+	for i := range sp.cells {
+		sp.cells[i].free.Store(pos + (uint32(i)-pos)&mask)
+	}
+}

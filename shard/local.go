@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -31,9 +32,11 @@ type Local[T any] struct {
 	cur   atomic.Pointer[localTable[T]]
 	mu    sync.Mutex // serialises resize and Retire; never taken while pinned
 	depth int
+	spill int // cells of each P's spill; 0 without a spill tier
 	drop  func(T)
-	// retiredHits carries the hits of retired tables, so Stats never goes back.
-	retiredHits atomic.Uint64
+	// retiredHits and retiredSteals carry the counters of retired tables, so
+	// Stats never goes back.
+	retiredHits, retiredSteals atomic.Uint64
 }
 
 // localTable is one generation of a Local's stacks, one per P id. The stacks
@@ -42,6 +45,7 @@ type Local[T any] struct {
 // bigger table replaces it exactly as Retire does (sync.Pool does the same).
 type localTable[T any] struct {
 	shards []localShard[T]
+	spill  bool // the shards have spills: a Pop that misses its own P steals
 }
 
 // localShard is one P's stack. Only the goroutine running on that P (while
@@ -53,18 +57,23 @@ type localTable[T any] struct {
 type localShard[T any] struct {
 	g     guard
 	n     word // number of values in slots[:n]
-	hits  word // successful Pops
+	hits  word // successful Pops from this P's stack or spill
 	slots []T
+	sp    spill[T]
 	_     [cacheline.Size - unsafe.Sizeof(localShardHead{})%cacheline.Size]byte
 }
 
 // localShardHead has the layout of localShard's fields (the type of slots
-// does not change a slice header's size); it sizes localShard's padding.
+// and cells does not change a slice header's size); it sizes localShard's
+// padding.
 type localShardHead struct {
 	_ guard
 	_ word // n
 	_ word // hits
 	_ []struct{}
+	_ atomic.Uint64 // sp.headTail
+	_ []struct{}    // sp.cells
+	_ word          // sp.steals
 }
 
 // NewLocal returns a Local with stacks of the given depth. drop, if not nil, is
@@ -72,24 +81,51 @@ type localShardHead struct {
 // increase) discarded; it runs on a runtime cleanup goroutine and must not
 // block for long. NewLocal panics if depth is outside [1, MaxDepth].
 func NewLocal[T any](depth int, drop func(T)) *Local[T] {
+	return NewLocalSpill(depth, 0, drop)
+}
+
+// NewLocalSpill is NewLocal with a second tier per P, the spill, of spill
+// cells (rounded up to a power of two; 0 for none). A Push that finds its P's
+// stack full files the value in that P's spill; a Pop that finds the stack
+// empty takes the spill's newest value, and if the spill is empty too, the
+// oldest value of another P's spill. So, unlike the stacks, what sits in a
+// spill is within reach of every P.
+//
+// Cost: a spill Push is one atomic add, a spill Pop one compare-and-swap, a
+// steal one compare-and-swap and one atomic store; all on the spill's cache
+// line, inside the same pinned section as the stack. The stack in front keeps
+// its cost: a Push or Pop that the stack serves never touches the spill.
+// NewLocalSpill panics if depth is outside [1, MaxDepth] or spill outside
+// [0, MaxDepth].
+func NewLocalSpill[T any](depth, spill int, drop func(T)) *Local[T] {
 	if depth < 1 || depth > MaxDepth {
 		panic("shard: depth must be in [1, MaxDepth]")
 	}
-	l := &Local[T]{depth: depth, drop: drop}
+	if spill < 0 || spill > MaxDepth {
+		panic("shard: spill must be in [0, MaxDepth]")
+	}
+	if spill > 0 {
+		spill = 1 << bits.Len(uint(spill-1))
+	}
+	l := &Local[T]{depth: depth, spill: spill, drop: drop}
 	l.cur.Store(l.newTable(runtime.GOMAXPROCS(0)))
 	return l
 }
 
 func (l *Local[T]) newTable(n int) *localTable[T] {
-	t := &localTable[T]{shards: make([]localShard[T], n)}
+	t := &localTable[T]{shards: make([]localShard[T], n), spill: l.spill > 0}
 	for i := range t.shards {
 		t.shards[i].slots = make([]T, l.depth)
+		t.shards[i].sp.init(l.spill)
 	}
 	return t
 }
 
 // Depth returns the capacity of one per-P stack.
 func (l *Local[T]) Depth() int { return l.depth }
+
+// Spill returns the capacity of one P's spill (0 without a spill tier).
+func (l *Local[T]) Spill() int { return l.spill }
 
 // Push puts v on the calling P's stack. It returns false, keeping nothing, if
 // that stack is full.
@@ -125,6 +161,9 @@ func (l *Local[T]) Pop() (T, bool) {
 		return l.popSlow(t, pid)
 	}
 	v, ok := t.shards[pid].pop()
+	if !ok && t.spill {
+		v, ok = t.steal(pid)
+	}
 	end()
 	runtime.KeepAlive(t)
 	return v, ok
@@ -139,12 +178,15 @@ func (l *Local[T]) popSlow(t *localTable[T], pid int) (T, bool) {
 		t, pid = l.enterSlow(pid)
 	}
 	v, ok := t.shards[pid].pop()
-	end()
 	if !ok && randomIDs {
 		for i := 1; i < len(t.shards) && !ok; i++ {
 			v, ok = t.shards[(pid+i)%len(t.shards)].pop()
 		}
 	}
+	if !ok && t.spill {
+		v, ok = t.steal(pid)
+	}
+	end()
 	runtime.KeepAlive(t)
 	return v, ok
 }
@@ -169,6 +211,8 @@ func (s *localShard[T]) push(v T) (ok bool) {
 			s.slots[n] = v
 			s.n.store(n + 1)
 			ok = true
+		} else {
+			ok = s.sp.push(v)
 		}
 		s.g.unlock()
 	}
@@ -184,10 +228,26 @@ func (s *localShard[T]) pop() (v T, ok bool) {
 			s.slots[n] = zero
 			s.n.store(n)
 			s.hits.add(1)
+		} else if v, ok = s.sp.pop(); ok {
+			s.hits.add(1)
 		}
 		s.g.unlock()
 	}
 	return v, ok
+}
+
+// steal takes the oldest value of another P's spill, for the caller on stack
+// pid of table t (pinned, in the default build), and counts it on pid's stack.
+// It visits the other stacks once each, starting after pid.
+func (t *localTable[T]) steal(pid int) (v T, ok bool) {
+	n := len(t.shards)
+	for k := 1; k < n; k++ {
+		if v, ok = t.shards[(pid+k)%n].sp.steal(); ok {
+			t.shards[pid].sp.steals.add(1)
+			return v, true
+		}
+	}
+	return v, false
 }
 
 // Len returns the number of values held, summed over every stack. It is
@@ -197,20 +257,22 @@ func (l *Local[T]) Len() int {
 	t := l.cur.Load()
 	n := 0
 	for i := range t.shards {
-		n += t.shards[i].n.load()
+		n += t.shards[i].n.load() + t.shards[i].sp.len()
 	}
 	return n
 }
 
-// Stats returns the counters (Steals is always 0: a Local cannot be stolen
-// from). Each P's counters are read without stopping it, so the sums may lag
-// by the operations in flight (see word); hits a straggler counts on a table
-// after Retire has summed it are lost.
+// Stats returns the counters: Hits are Pops served by the caller's own P
+// (stack or spill), Steals Pops served by another P's spill (always 0
+// without a spill tier). Each P's counters are read without stopping it, so
+// the sums may lag by the operations in flight (see word); counts a straggler
+// makes on a table after Retire has summed it are lost.
 func (l *Local[T]) Stats() Stats {
-	st := Stats{Hits: l.retiredHits.Load()}
+	st := Stats{Hits: l.retiredHits.Load(), Steals: l.retiredSteals.Load()}
 	t := l.cur.Load()
 	for i := range t.shards {
 		st.Hits += uint64(t.shards[i].hits.load())
+		st.Steals += uint64(t.shards[i].sp.steals.load())
 	}
 	return st
 }
@@ -240,11 +302,13 @@ func (l *Local[T]) replace(n int) {
 	l.cur.Store(l.newTable(max(n, len(old.shards), runtime.GOMAXPROCS(0))))
 	l.mu.Unlock()
 
-	var hits uint64
+	var hits, steals uint64
 	for i := range old.shards {
 		hits += uint64(old.shards[i].hits.load())
+		steals += uint64(old.shards[i].sp.steals.load())
 	}
 	l.retiredHits.Add(hits)
+	l.retiredSteals.Add(steals)
 	if l.drop != nil {
 		runtime.AddCleanup(old, drainRetired[T], retired[T]{old.shards, l.drop})
 	}
@@ -270,6 +334,13 @@ func drainRetired[T any](r retired[T]) {
 			r.drop(v)
 		}
 		s.n.store(0)
+		for {
+			v, ok := s.sp.steal()
+			if !ok {
+				break
+			}
+			r.drop(v)
+		}
 		s.g.unlock()
 	}
 }

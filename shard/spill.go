@@ -1,0 +1,130 @@
+package shard
+
+import "sync/atomic"
+
+// spill is one P's second tier in a Local made by NewLocalSpill: a bounded
+// deque that the P's owner pushes and pops at the head (LIFO, like the stack
+// in front of it) and that other Ps steal from at the tail (oldest first).
+// It is the single-producer shape of sync.Pool's per-P dequeue: because only
+// the owner pushes, a push publishes with one atomic add and a pop claims with
+// one compare-and-swap; a steal claims with a compare-and-swap and frees the
+// cell with an atomic store.
+//
+// Positions are uint32 counters that wrap: head is the next position the
+// owner pushes, tail the oldest position not yet stolen, both packed in one
+// word so that a single compare-and-swap arbitrates between the owner's pop
+// of the last value and a stealer. Position p lives in cells[p&mask].
+//
+// Who touches what:
+//   - v: written by the owner's push at position p, then read and zeroed by
+//     whoever claims p: the owner's pop (claims by moving head down) or one
+//     stealer (claims by moving tail up). The push's atomic add publishes v;
+//     a claim's compare-and-swap acquires it.
+//   - free: the position the cell may next be pushed at. Only a stealer
+//     writes it (p+cap, once it has read and zeroed v, with an atomic store),
+//     and the owner's push reads it: a cell whose stealer has claimed it but
+//     not yet finished is treated as full, never waited for. An owner's pop
+//     leaves free at p, where the owner pushes next.
+//
+// The owner's operations run with the stack's guard held (and pinned, in the
+// default build), exactly as the stack's own; steals need no guard.
+type spill[T any] struct {
+	headTail atomic.Uint64 // head<<32 | tail
+	cells    []spillCell[T]
+	steals   word // values the owning P stole from other Ps' spills
+}
+
+type spillCell[T any] struct {
+	v    T
+	free atomic.Uint32
+}
+
+// init gives the spill n cells, a power of two (0: no spill).
+func (sp *spill[T]) init(n int) {
+	if n == 0 {
+		return
+	}
+	sp.cells = make([]spillCell[T], n)
+	for i := range sp.cells {
+		sp.cells[i].free.Store(uint32(i))
+	}
+}
+
+func unpack(ht uint64) (head, tail uint32) { return uint32(ht >> 32), uint32(ht) }
+
+func pack(head, tail uint32) uint64 { return uint64(head)<<32 | uint64(tail) }
+
+// push files v at the head. Owner only. It reports false, keeping nothing,
+// when the spill is full (or has no cells).
+func (sp *spill[T]) push(v T) bool {
+	if len(sp.cells) == 0 {
+		return false
+	}
+	mask := uint32(len(sp.cells) - 1)
+	head, tail := unpack(sp.headTail.Load())
+	if head-tail > mask {
+		return false
+	}
+	c := &sp.cells[head&mask]
+	if c.free.Load() != head {
+		return false // a stealer claimed this cell a lap ago and is still emptying it
+	}
+	c.v = v
+	// Publishes v; adding to the high half leaves tail unchanged, and a head
+	// that wraps carries out of the word.
+	sp.headTail.Add(1 << 32)
+	return true
+}
+
+// pop takes the newest value. Owner only.
+func (sp *spill[T]) pop() (v T, ok bool) {
+	if len(sp.cells) == 0 {
+		return v, false
+	}
+	for {
+		ht := sp.headTail.Load()
+		head, tail := unpack(ht)
+		if head == tail {
+			return v, false
+		}
+		head--
+		// Fails only if a stealer moved tail meanwhile: look again.
+		if sp.headTail.CompareAndSwap(ht, pack(head, tail)) {
+			c := &sp.cells[head&uint32(len(sp.cells)-1)]
+			v = c.v
+			var zero T
+			c.v = zero // retain nothing (DESIGN invariant 8)
+			return v, true
+		}
+	}
+}
+
+// steal takes the oldest value. Any goroutine; lock-free: a lost
+// compare-and-swap means another taker made progress.
+func (sp *spill[T]) steal() (v T, ok bool) {
+	if len(sp.cells) == 0 {
+		return v, false
+	}
+	for {
+		ht := sp.headTail.Load()
+		head, tail := unpack(ht)
+		if head == tail {
+			return v, false
+		}
+		if sp.headTail.CompareAndSwap(ht, pack(head, tail+1)) {
+			c := &sp.cells[tail&uint32(len(sp.cells)-1)]
+			v = c.v
+			var zero T
+			c.v = zero
+			// Hands the cell back to the owner for its next lap.
+			c.free.Store(tail + uint32(len(sp.cells)))
+			return v, true
+		}
+	}
+}
+
+// len returns the number of values held; a snapshot.
+func (sp *spill[T]) len() int {
+	head, tail := unpack(sp.headTail.Load())
+	return int(head - tail)
+}

@@ -1,0 +1,175 @@
+package shard_test
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/poolkit/poolkit/shard"
+)
+
+func TestSpillTakesWhatTheStackCannot(t *testing.T) {
+	onOneP(t, func() {
+		l := shard.NewLocalSpill[int](2, 4, nil)
+		for i := range 6 {
+			require.True(t, l.Push(i), "push %d", i)
+		}
+		require.False(t, l.Push(99), "stack and spill full: refused")
+		require.Equal(t, 6, l.Len())
+		// The stack first (LIFO), then the spill, newest first.
+		for _, want := range []int{1, 0, 5, 4, 3, 2} {
+			v, ok := l.Pop()
+			require.True(t, ok)
+			require.Equal(t, want, v)
+		}
+		_, ok := l.Pop()
+		require.False(t, ok)
+		require.Equal(t, 0, l.Len())
+		require.Equal(t, shard.Stats{Hits: 6}, l.Stats(), "spill pops on the own P are hits, not steals")
+	})
+}
+
+func TestSpillSizeIsAPowerOfTwo(t *testing.T) {
+	require.Equal(t, 4, shard.NewLocalSpill[int](1, 3, nil).Spill())
+	require.Equal(t, 1, shard.NewLocalSpill[int](1, 1, nil).Spill())
+	require.Equal(t, 0, shard.NewLocal[int](1, nil).Spill())
+	for _, s := range []int{-1, shard.MaxDepth + 1} {
+		require.PanicsWithValue(t, "shard: spill must be in [0, MaxDepth]", func() { shard.NewLocalSpill[int](1, s, nil) })
+	}
+}
+
+// TestPopStealsFromOtherPsSpills fills every P's spill, then pops from one
+// goroutine: values on the Ps it is not running on are reachable only by
+// stealing, oldest first.
+func TestPopStealsFromOtherPsSpills(t *testing.T) {
+	prev := runtime.GOMAXPROCS(4)
+	defer runtime.GOMAXPROCS(prev)
+	l := shard.NewLocalSpill[int](1, 4, nil)
+	const perP = 3
+	for pid := range 4 {
+		for j := range perP {
+			require.True(t, l.PushSpillAt(pid, pid*perP+j))
+		}
+	}
+	seen := map[int]bool{}
+	for {
+		v, ok := l.Pop()
+		if !ok {
+			break
+		}
+		require.False(t, seen[v], "value %d popped twice", v)
+		seen[v] = true
+	}
+	require.Len(t, seen, 4*perP, "every spilled value is found, whichever P holds it")
+	st := l.Stats()
+	require.Equal(t, uint64(4*perP), st.Hits+st.Steals)
+	if !shard.RandomIDs {
+		// (Without P ids each Pop draws a stack at random and counts what
+		// it finds there as its own.)
+		require.NotZero(t, st.Steals)
+	}
+}
+
+func TestSpillStealsOldestAndReusesCellsLapAfterLap(t *testing.T) {
+	for _, start := range []uint32{0, 1<<32 - 3} { // the second crosses the wrap of the positions
+		l := shard.NewLocalSpill[int](1, 2, nil)
+		l.StartSpillAt(0, start)
+		next, want := 0, 0
+		steal := func() {
+			t.Helper()
+			v, ok := l.StealAt(0)
+			require.True(t, ok)
+			require.Equal(t, want, v, "steals take the oldest value")
+			want++
+		}
+		for range 100 {
+			for l.PushSpillAt(0, next) {
+				next++
+			}
+			require.Equal(t, want+2, next, "the spill holds 2")
+			steal()
+			require.True(t, l.PushSpillAt(0, next), "the cell a steal freed is reused")
+			next++
+			require.False(t, l.PushSpillAt(0, -1), "full again")
+			steal()
+			steal()
+			_, ok := l.StealAt(0)
+			require.False(t, ok)
+		}
+	}
+}
+
+// TestLocalSpillStress moves a fixed set of tokens through a Local with a
+// small stack and spill from many goroutines while GOMAXPROCS changes and the
+// Local is retired: no token is ever held twice, and at the end every token is
+// accounted for exactly once.
+func TestLocalSpillStress(t *testing.T) {
+	const tokens = 256
+	all := make([]token, tokens)
+	free := make(chan *token, tokens)
+	for i := range all {
+		free <- &all[i]
+	}
+	back := func(x *token) {
+		select {
+		case free <- x:
+		default:
+			t.Error("more tokens came back than exist")
+		}
+	}
+	l := shard.NewLocalSpill[*token](2, 8, back)
+	prev := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(prev)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				x, ok := l.Pop()
+				if !ok {
+					select {
+					case x = <-free:
+					default:
+						runtime.Gosched()
+						continue
+					}
+				}
+				take(t, x)
+				give(x)
+				if !l.Push(x) {
+					back(x)
+				}
+			}
+		})
+	}
+	deadline := time.Now().Add(stressDuration())
+	for procs := 1; time.Now().Before(deadline); procs++ {
+		runtime.GOMAXPROCS(1 + procs%5)
+		if procs%3 == 0 {
+			l.Retire()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	l.Retire()
+	for i := 0; i < 100 && len(free) < tokens; i++ {
+		runtime.GC()
+		time.Sleep(time.Millisecond) // cleanups run on their own goroutine
+	}
+	require.Equal(t, tokens, len(free), "every token is back exactly once")
+	seen := map[*token]bool{}
+	for range tokens {
+		x := <-free
+		require.False(t, seen[x], "a token came back twice")
+		seen[x] = true
+	}
+}
