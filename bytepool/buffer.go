@@ -81,17 +81,21 @@ func (b *Buffer) Grow(n int) {
 	if n < 0 {
 		panic("bytepool: Buffer.Grow: negative count")
 	}
-	l := b.grow(n)
+	l, old := b.grow(n)
 	b.buf = b.buf[:l]
+	b.putOld(old)
 }
 
 // grow extends the content by n bytes, moving it to a larger buffer from the
-// pool if needed, and returns the old length.
-func (b *Buffer) grow(n int) int {
-	l := len(b.buf)
+// pool if needed, and returns the old length and the storage it moved from
+// (nil if it did not move). The caller gives that storage back with putOld
+// once it has finished reading what it appends, which may come from the old
+// storage itself (b.Write(b.Bytes())).
+func (b *Buffer) grow(n int) (l int, old []byte) {
+	l = len(b.buf)
 	if n <= cap(b.buf)-l {
 		b.buf = b.buf[:l+n]
-		return l
+		return l, nil
 	}
 	need := l + n
 	if need < l {
@@ -100,29 +104,39 @@ func (b *Buffer) grow(n int) int {
 	p := b.p()
 	nb := p.Get(max(need, 2*cap(b.buf), p.minSize))
 	copy(nb, b.buf)
-	if cap(b.buf) > 0 {
-		p.Put(b.buf)
-	}
-	b.buf = nb[:need]
-	return l
+	old, b.buf = b.buf, nb[:need]
+	return l, old
 }
 
-// Write appends p to the buffer. It always returns len(p), nil.
+// putOld gives back storage grow moved from.
+func (b *Buffer) putOld(old []byte) {
+	if cap(old) > 0 {
+		b.p().Put(old)
+	}
+}
+
+// Write appends p to the buffer. It always returns len(p), nil. p may be the
+// buffer's own content (b.Write(b.Bytes())).
 func (b *Buffer) Write(p []byte) (int, error) {
-	l := b.grow(len(p))
-	return copy(b.buf[l:], p), nil
+	l, old := b.grow(len(p))
+	n := copy(b.buf[l:], p)
+	b.putOld(old)
+	return n, nil
 }
 
 // WriteString appends s to the buffer. It always returns len(s), nil.
 func (b *Buffer) WriteString(s string) (int, error) {
-	l := b.grow(len(s))
-	return copy(b.buf[l:], s), nil
+	l, old := b.grow(len(s))
+	n := copy(b.buf[l:], s)
+	b.putOld(old)
+	return n, nil
 }
 
 // WriteByte appends c to the buffer. It always returns nil.
 func (b *Buffer) WriteByte(c byte) error {
-	l := b.grow(1)
+	l, old := b.grow(1)
 	b.buf[l] = c
+	b.putOld(old)
 	return nil
 }
 
@@ -132,9 +146,10 @@ func (b *Buffer) WriteRune(r rune) (int, error) {
 		_ = b.WriteByte(byte(r))
 		return 1, nil
 	}
-	l := b.grow(utf8.UTFMax)
+	l, old := b.grow(utf8.UTFMax)
 	n := utf8.EncodeRune(b.buf[l:], r)
 	b.buf = b.buf[:l+n]
+	b.putOld(old)
 	return n, nil
 }
 
@@ -143,9 +158,10 @@ func (b *Buffer) WriteRune(r rune) (int, error) {
 func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
 	var total int64
 	for {
-		l := b.grow(minRead)
+		l, old := b.grow(minRead)
 		b.buf = b.buf[:l]
 		n, err := r.Read(b.buf[l:cap(b.buf)])
+		b.putOld(old)
 		if n < 0 {
 			return total, errNegativeRead
 		}

@@ -110,3 +110,25 @@ func TestBufferGrowNegativePanics(t *testing.T) {
 	var b bytepool.Buffer
 	b.Grow(-1)
 }
+
+// TestBufferWriteOfItsOwnContent writes a Buffer's content into itself across
+// a growth: the old storage must not go back to the pool before the copy has
+// read it. ZeroOnPut makes a premature Put visible (the copy reads zeros), and
+// with the Mmap allocator and no retention a premature Put unmaps it.
+func TestBufferWriteOfItsOwnContent(t *testing.T) {
+	for _, a := range allocators() {
+		t.Run("Alloc="+a.name, func(t *testing.T) {
+			for _, cfg := range []bytepool.Config{{ZeroOnPut: true}, {MaxRetained: 1}} {
+				p := newPool(t, a, cfg)
+				b := p.NewBuffer(64)
+				_, _ = b.WriteString(strings.Repeat("x", 64))
+				_, _ = b.Write(b.Bytes()) // grows to 128: the source is the old storage
+				_, _ = b.WriteString(b.String())
+				if want := strings.Repeat("x", 256); b.String() != want {
+					t.Fatalf("%+v: content %q, want 256 x", cfg, b.String())
+				}
+				b.Release()
+			}
+		})
+	}
+}

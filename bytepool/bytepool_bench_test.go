@@ -251,13 +251,14 @@ func benchMixed(b *testing.B) {
 	}
 }
 
-// benchBurst: get N × 64 KiB (one write per page), then put all N. A pool
-// sized for the burst (poolkit-sized: exchange of 1024 per class and a
-// 1 GiB budget) is shown beside the default one, whose 64 KiB class keeps
-// Depth×GOMAXPROCS + DefaultExchangeCapacity buffers.
+// benchBurst: get N × 64 KiB (one write per page), then put all N. The
+// default pool's 64 KiB class keeps 8 buffers per P on the stack, 128 per P
+// in the spill and 64 in the exchange (Stats.Classes), so N = 1000 does not
+// fit it; poolkit-sized (Spill 1024, a 2 GiB budget) is a pool sized for that
+// burst: its 64 KiB class keeps 8 + 1024 per P and 256 in the exchange.
 func benchBurst(b *testing.B) {
 	cs := append(contenders()[:1:1], contender{"poolkit-sized", func(b *testing.B) impl {
-		return newPoolkit(b, bytepool.Config{ExchangeCapacity: 1024, MaxRetained: 1 << 30})
+		return newPoolkit(b, bytepool.Config{Spill: 1024, MaxRetained: 2 << 30})
 	}})
 	cs = append(cs, contenders()[1:]...)
 	for _, burst := range []int{10, 100, 1000} {

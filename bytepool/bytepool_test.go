@@ -4,6 +4,8 @@ import (
 	"errors"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,7 +192,7 @@ func TestZeroOnPutZeroesFiledBuffers(t *testing.T) {
 func TestExchangeStatsExcludeDrains(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	for _, kind := range []bytepool.ExchangeKind{bytepool.ExchangeRing, bytepool.ExchangeMutex} {
-		p := newPool(t, allocator{}, bytepool.Config{Depth: 1, ExchangeCapacity: 4, Exchange: kind})
+		p := newPool(t, allocator{}, bytepool.Config{Depth: 1, Spill: -1, ExchangeCapacity: 4, Exchange: kind})
 		getPut := func() {
 			bs := [][]byte{p.Get(1000), p.Get(1000), p.Get(1000)}
 			for _, b := range bs {
@@ -220,7 +222,7 @@ func TestExchangeStatsExcludeDrains(t *testing.T) {
 
 func TestStatsCountEachLevel(t *testing.T) {
 	// ExchangeMutex: exact answers, so the counts below are deterministic.
-	p := newPool(t, allocator{}, bytepool.Config{Depth: 2, ExchangeCapacity: 2, Exchange: bytepool.ExchangeMutex})
+	p := newPool(t, allocator{}, bytepool.Config{Depth: 2, Spill: -1, ExchangeCapacity: 2, Exchange: bytepool.ExchangeMutex})
 	runtime.LockOSThread() // keep the P (and so the per-P stack) most of the time
 	defer runtime.UnlockOSThread()
 	var bs [][]byte
@@ -414,4 +416,84 @@ func TestDefaultPoolStartsNoGoroutine(t *testing.T) {
 	bytepool.Default().Trim()
 	runtime.GC()
 	goleak.VerifyNone(t)
+}
+
+// TestSpillHoldsWhatTheStackCannot: on one P, a burst larger than the stack
+// goes to the P's spill, then to the exchange; the next burst is served by
+// the stack and spill (LocalHits) and the exchange, without allocating.
+func TestSpillHoldsWhatTheStackCannot(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	p := newPool(t, allocator{}, bytepool.Config{Depth: 2, Spill: 4, ExchangeCapacity: 2, Exchange: bytepool.ExchangeMutex})
+	burst := func() {
+		var bs [][]byte
+		for range 8 {
+			bs = append(bs, p.Get(1000))
+		}
+		for _, b := range bs {
+			p.Put(b)
+		}
+	}
+	burst()
+	s := p.Stats()
+	c := s.Classes[4]
+	if c.Size != 1024 || c.Depth != 2 || c.Spill != 4 || c.ExchangeCap != 2 {
+		t.Fatalf("class %+v, want 1024 B with depth 2, spill 4, exchange 2", c)
+	}
+	if s.Allocs != 8 || s.Parked != 2 || c.Buffers != 8 {
+		t.Fatalf("Allocs %d Parked %d Buffers %d, want 8 2 8", s.Allocs, s.Parked, c.Buffers)
+	}
+	burst()
+	s = p.Stats()
+	if s.Allocs != 8 || s.LocalHits != 6 || s.ExchangeHits != 2 || s.StealHits != 0 || s.Gets != 16 {
+		t.Fatalf("Allocs %d LocalHits %d ExchangeHits %d StealHits %d Gets %d, want 8 6 2 0 16",
+			s.Allocs, s.LocalHits, s.ExchangeHits, s.StealHits, s.Gets)
+	}
+	if s.MaxRetained == 0 || s.Retained != 8*1024 {
+		t.Fatalf("Retained %d MaxRetained %d", s.Retained, s.MaxRetained)
+	}
+}
+
+// TestGetStealsFromAnotherPsSpill: buffers one goroutine put are found by a
+// goroutine on the other P: only what sits on the putter's stack (Depth 1) is
+// out of its reach, the spill is not. The putter keeps its P busy while the
+// getter runs, so the two run on different Ps. No exchange, so the spill is
+// the only way between Ps.
+func TestGetStealsFromAnotherPsSpill(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	p := newPool(t, allocator{}, bytepool.Config{Depth: 1, Spill: 8, Exchange: bytepool.ExchangeNone})
+	const n = 6
+	ready := make(chan struct{})
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var bs [][]byte
+		for range n {
+			bs = append(bs, p.Get(1000))
+		}
+		for _, b := range bs {
+			p.Put(b)
+		}
+		close(ready)
+		for !stop.Load() { // hold this P while the getter runs on the other
+		}
+	})
+	<-ready
+	got := make(chan bytepool.Stats)
+	go func() {
+		for range n {
+			_ = p.Get(1000) // kept: each Get must find a buffer the putter put
+		}
+		got <- p.Stats()
+	}()
+	s := <-got
+	stop.Store(true)
+	wg.Wait()
+	if s.LocalHits+s.StealHits+(s.Allocs-n) != n {
+		t.Fatalf("LocalHits %d StealHits %d Allocs %d", s.LocalHits, s.StealHits, s.Allocs)
+	}
+	// (Without P ids, randomIDs, a Get looks through every stack and
+	// spill as its own: it finds them all, counted as local hits.)
+	if (s.StealHits < n-1 && !randomIDs) || s.Allocs > n+1 {
+		t.Fatalf("StealHits %d Allocs %d: the putter's spill (%d buffers) was out of the getter's reach", s.StealHits, s.Allocs-n, n-1)
+	}
 }

@@ -17,8 +17,12 @@ const (
 	// DefaultMaxSize is the largest size class: 16 MiB, a large frame.
 	// Get above it returns a plain allocation that is not pooled.
 	DefaultMaxSize = 16 << 20
-	// DefaultDepth is the number of buffers of one class one P may keep.
+	// DefaultDepth is the number of buffers of one class one P may keep on
+	// its stack.
 	DefaultDepth = 8
+	// DefaultSpill is the number of buffers of one class one P may keep in
+	// its spill, behind the stack. The budget lowers it for large classes.
+	DefaultSpill = 128
 	// DefaultExchangeCapacity is the number of buffers of one class the
 	// shared exchange may keep.
 	DefaultExchangeCapacity = 256
@@ -64,10 +68,16 @@ type Config struct {
 	// <= 1 GiB. Get(n) for n > MaxSize returns a plain make([]byte, n) that
 	// is not pooled. Default DefaultMaxSize.
 	MaxSize int
-	// Depth is the most buffers of one class one P may keep, in
-	// [1, shard.MaxDepth]. The budget may lower it for large classes.
-	// Default DefaultDepth.
+	// Depth is the most buffers of one class one P may keep on its stack,
+	// the owner-only first tier, in [1, shard.MaxDepth]. The budget may lower
+	// it for large classes. Default DefaultDepth.
 	Depth int
+	// Spill is the most buffers of one class one P may keep in its spill,
+	// the per-P second tier that other Ps steal from (see Pool), in
+	// [0, shard.MaxDepth]; it is rounded down to a power of two, and the
+	// budget may lower it for large classes. Default DefaultSpill; negative
+	// means no spill.
+	Spill int
 	// ExchangeCapacity is the most buffers of one class the shared exchange
 	// may keep. The budget may lower it for large classes, and it is rounded
 	// down to a power of two. Default DefaultExchangeCapacity. Ignored with
@@ -114,6 +124,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Depth == 0 {
 		c.Depth = DefaultDepth
 	}
+	if c.Spill == 0 {
+		c.Spill = DefaultSpill
+	}
 	if c.ExchangeCapacity == 0 {
 		c.ExchangeCapacity = DefaultExchangeCapacity
 	}
@@ -138,6 +151,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, invalid("MaxSize", "%d is below MinSize %d", c.MaxSize, c.MinSize)
 	case c.Depth < 1 || c.Depth > shard.MaxDepth:
 		return c, invalid("Depth", "%d is outside [1, %d]", c.Depth, shard.MaxDepth)
+	case c.Spill > shard.MaxDepth:
+		return c, invalid("Spill", "%d is above %d", c.Spill, shard.MaxDepth)
 	case c.ExchangeCapacity < 1 || c.ExchangeCapacity > 1<<20:
 		return c, invalid("ExchangeCapacity", "%d is outside [1, 1<<20]", c.ExchangeCapacity)
 	case !c.Exchange.Valid():
@@ -148,23 +163,27 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// plan is the retention plan of one class: per-P depth (0: no per-P stacks)
-// and exchange capacity (0: no exchange).
+// plan is the retention plan of one class: per-P stack depth (0: no per-P
+// tiers), per-P spill (0: none; a power of two) and exchange capacity (0: no
+// exchange; a power of two).
 type plan struct {
-	size, depth, exCap int
+	size, depth, spill, exCap int
 }
 
 // split divides the byte budget among the classes. Each class wants
-// (Depth×procs + ExchangeCapacity) buffers. Classes are served from the
-// smallest up, each getting at most an equal share of what is left, so what a
-// small class cannot use passes to the larger ones (water filling). A class's
-// buffers go to its per-P stacks first (up to Depth per P), the rest to its
-// exchange (rounded down to a power of two). The sum of
-// (depth×procs + exCap)×size over the classes never exceeds the budget.
+// ((Depth+Spill)×procs + ExchangeCapacity) buffers. Classes are served from
+// the smallest up, each getting at most an equal share of what is left, so
+// what a small class cannot use passes to the larger ones (water filling). A
+// class's buffers go to its per-P stacks first (up to Depth per P), then to
+// its per-P spills (up to Spill per P), the rest to its exchange; spill and
+// exchange are rounded down to powers of two. The sum of
+// ((depth+spill)×procs + exCap)×size over the classes never exceeds the
+// budget.
 func split(c Config, procs int) []plan {
 	n := bits.Len(uint(c.MaxSize)) - bits.Len(uint(c.MinSize)) + 1
 	plans := make([]plan, n)
 	remaining := c.MaxRetained
+	spillWant := max(c.Spill, 0)
 	exWant := c.ExchangeCapacity
 	if c.Exchange == ExchangeNone {
 		exWant = 0
@@ -172,15 +191,24 @@ func split(c Config, procs int) []plan {
 	for i := range plans {
 		size := c.MinSize << i
 		share := remaining / int64(n-i)
-		want := int64(c.Depth*procs+exWant) * int64(size)
+		want := int64((c.Depth+spillWant)*procs+exWant) * int64(size)
 		slots := int(min(share, want) / int64(size))
 		depth := min(c.Depth, slots/procs)
-		exCap := 0
-		if left := min(exWant, slots-depth*procs); left > 0 {
-			exCap = 1 << (bits.Len(uint(left)) - 1)
+		spill := 0
+		if depth > 0 {
+			spill = floorPow2(min(spillWant, (slots-depth*procs)/procs))
 		}
-		plans[i] = plan{size: size, depth: depth, exCap: exCap}
-		remaining -= int64(depth*procs+exCap) * int64(size)
+		exCap := floorPow2(min(exWant, slots-(depth+spill)*procs))
+		plans[i] = plan{size: size, depth: depth, spill: spill, exCap: exCap}
+		remaining -= int64((depth+spill)*procs+exCap) * int64(size)
 	}
 	return plans
+}
+
+// floorPow2 returns the largest power of two <= n, or 0 if n < 1.
+func floorPow2(n int) int {
+	if n < 1 {
+		return 0
+	}
+	return 1 << (bits.Len(uint(n)) - 1)
 }

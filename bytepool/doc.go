@@ -3,16 +3,19 @@
 // object pool.
 //
 // Buffers come in power-of-two size classes, from Config.MinSize (default
-// 64 B) to Config.MaxSize (default 16 MiB). Each class has one shard.Local
-// (owner-only per-P stacks) and one exchange (a shared bounded FIFO): Get
-// takes from the calling P's stack, then the exchange, then allocates; Put
-// files on the calling P's stack, then in the exchange, then drops. Neither
-// allocates: slices are stored as slice headers, not boxed in interfaces.
+// 64 B) to Config.MaxSize (default 16 MiB). Each class has, as far as the
+// byte budget allows, one shard.Local (per P, an owner-only stack and a
+// spill other Ps can steal from) and one exchange (a shared bounded FIFO):
+// Get takes from the calling P's stack, then its spill, then another P's
+// spill, then the exchange, then allocates; Put files on the calling P's
+// stack, then its spill, then in the exchange, then drops. Neither allocates:
+// the per-P tiers hold each buffer's address and the exchange its slice
+// header, never an interface.
 //
 //	b := bytepool.Get(n) // len n, cap ≥ n; contents unspecified
 //	defer bytepool.Put(b) // b must not be used afterwards
 //
-// Retention is bounded (Config.Depth, Config.ExchangeCapacity,
+// Retention is bounded (Config.Depth, Config.Spill, Config.ExchangeCapacity,
 // Config.MaxRetained) and unused memory is released at GC cycles without a
 // goroutine (Config.IdleTimeout, Config.IdleCycles); Pool.Trim releases
 // everything. Buffer is a growable buffer drawing from a pool.

@@ -8,17 +8,20 @@ func (p *Pool) Ticks() uint64 { return p.ticks.Load() }
 // ClassSize returns the class size Get(n) uses (n <= MaxSize).
 func (p *Pool) ClassSize(n int) int { return p.classes[p.classIndex(n)].size }
 
+// Plan is one class's retention plan.
+type Plan struct{ Size, Depth, Spill, ExCap int }
+
 // Split exposes the budget split.
-func Split(c Config, procs int) ([]int, []int, []int) {
+func Split(c Config, procs int) []Plan {
 	c, err := c.withDefaults()
 	if err != nil {
 		panic(err)
 	}
-	var sz, d, e []int
+	var plans []Plan
 	for _, pl := range split(c, procs) {
-		sz, d, e = append(sz, pl.size), append(d, pl.depth), append(e, pl.exCap)
+		plans = append(plans, Plan{pl.size, pl.depth, pl.spill, pl.exCap})
 	}
-	return sz, d, e
+	return plans
 }
 
 // Allocator returns the pool's allocator.

@@ -15,17 +15,23 @@ import (
 
 // Pool keeps byte buffers of power-of-two size classes for reuse.
 //
-// Each class has per-P stacks (a shard.Local: owner-only, no atomic
-// read-modify-write on the fast path) and one shared exchange behind them.
-// Get takes from the calling P's stack, then from the exchange, then
-// allocates; Put files on the calling P's stack, then in the exchange, then
-// drops. A buffer left on another P's stack is out of reach (there is no
-// stealing level: see Stats.StealHits); the exchange is what moves buffers
-// between Ps.
+// Each class has two per-P tiers, in one shard.Local, and one shared exchange
+// behind them:
 //
-// Retention is bounded by Config.Depth per P and class, the exchange capacity
-// per class and the byte budget Config.MaxRetained, split among the classes
-// by New (see Stats.MaxRetained). The per-P part is computed for GOMAXPROCS as
+//   - the stack: owner-only, Config.Depth buffers per P, no atomic
+//     read-modify-write (the fast path);
+//   - the spill: Config.Spill buffers per P, which the owner pushes and pops
+//     with one atomic operation each and other Ps steal from;
+//   - the exchange (a lock-free ring by default), shared by all Ps.
+//
+// Get takes from the calling P's stack, then its spill, then another P's
+// spill, then the exchange, then allocates; Put files on the calling P's
+// stack, then its spill, then in the exchange, then drops. Only a buffer on
+// another P's stack is out of reach.
+//
+// Retention is bounded by Config.Depth and Config.Spill per P and class, the
+// exchange capacity per class and the byte budget Config.MaxRetained, split
+// among the classes by New (see Stats.MaxRetained). The per-P part is computed for GOMAXPROCS as
 // it was when New ran; if GOMAXPROCS grows later, the per-P stacks grow with
 // it and so does the bound. Retained memory that is not reused is released at
 // GC cycles (see Config.IdleTimeout and Config.IdleCycles) without any
@@ -85,7 +91,8 @@ type hotClass struct {
 // of the class's own.
 type class struct {
 	size  int
-	depth int                          // per-P depth; 0 when local is nil
+	depth int                          // per-P stack depth; 0 when local is nil
+	spill int                          // per-P spill; 0 without one
 	local *shard.Local[unsafe.Pointer] // nil when the budget leaves no per-P depth
 	ex    exchange.Exchange[[]byte]
 	_     cacheline.Pad
@@ -137,14 +144,14 @@ func New(cfg Config) (*Pool, error) {
 	alloc := cfg.Allocator
 	for i, pl := range plans {
 		cl := &p.classes[i]
-		cl.size, cl.depth = pl.size, pl.depth
+		cl.size, cl.depth, cl.spill = pl.size, pl.depth, pl.spill
 		if pl.depth > 0 {
 			// The drop function runs from a runtime cleanup for stacks that
 			// Retire discarded. It must not reach the Pool, or the Pool
 			// could never be collected: it holds the class and the
 			// allocator only.
 			size := cl.size
-			cl.local = shard.NewLocal(pl.depth, func(ptr unsafe.Pointer) {
+			cl.local = shard.NewLocalSpill(pl.depth, pl.spill, func(ptr unsafe.Pointer) {
 				b := unsafe.Slice((*byte)(ptr), size)
 				cl.released.Add(1)
 				debugForget(b)
@@ -266,6 +273,12 @@ func (p *Pool) getSlow(n int) []byte {
 // MaxSize, is dropped. Slices the pool never gave out are accepted. When the
 // class is at its retention bound, b is dropped: left to the garbage
 // collector, or freed through the Allocator if it owns b.
+//
+// A filed slice keeps its whole backing array alive, as any slice does, but
+// the retention bound counts only its class size: Put of a small slice of a
+// large array (big[:0:64], or the tail of big) pins all of big until that
+// buffer leaves the pool. Put buffers that came from the pool, or slices
+// that span their array.
 func (p *Pool) Put(b []byte) {
 	// Fast path: a buffer of exactly a class size (every buffer the pool
 	// allocated), no zeroing, no debug table (hotClass.putSize). Everything
@@ -301,13 +314,10 @@ func (p *Pool) putOther(b []byte) {
 		return
 	}
 	k := bits.Len(uint(c)) - 1 - p.minShift
-	if k >= len(p.hot) {
-		if c/2 >= p.maxSize {
-			p.unfiled.Add(1)
-			release(p.alloc, b)
-			return
-		}
-		k = len(p.hot) - 1
+	if k >= len(p.hot) { // c >= 2×MaxSize
+		p.unfiled.Add(1)
+		release(p.alloc, b)
+		return
 	}
 	h, size := &p.hot[k], p.classes[k].size
 	b = b[:0:size]

@@ -15,14 +15,22 @@ func TestSplitKeepsWithinBudget(t *testing.T) {
 		{MaxRetained: 1 << 20},
 		{MaxRetained: 1, MinSize: 1, MaxSize: 1 << 30},
 		{Depth: 4096, ExchangeCapacity: 1 << 20, MaxRetained: 1 << 40},
+		{Depth: 4096, Spill: 4096, ExchangeCapacity: 1 << 20, MaxRetained: 1 << 40},
+		{Spill: -1},
+		{Spill: 3, MaxRetained: 1 << 20},
 	} {
 		for _, procs := range []int{1, 2, 64} {
-			sizes, depth, exCap := bytepool.Split(cfg, procs)
 			var total int64
-			for i := range sizes {
-				total += int64(depth[i]*procs+exCap[i]) * int64(sizes[i])
-				if exCap[i]&(exCap[i]-1) != 0 {
-					t.Fatalf("%+v procs %d: exchange capacity %d is not a power of two", cfg, procs, exCap[i])
+			for _, pl := range bytepool.Split(cfg, procs) {
+				total += int64((pl.Depth+pl.Spill)*procs+pl.ExCap) * int64(pl.Size)
+				if pl.ExCap&(pl.ExCap-1) != 0 || pl.Spill&(pl.Spill-1) != 0 {
+					t.Fatalf("%+v procs %d: %+v: spill and exchange must be powers of two", cfg, procs, pl)
+				}
+				if pl.Depth == 0 && pl.Spill != 0 {
+					t.Fatalf("%+v procs %d: %+v: a spill without a stack", cfg, procs, pl)
+				}
+				if cfg.Spill < 0 && pl.Spill != 0 {
+					t.Fatalf("%+v procs %d: %+v: Spill < 0 means none", cfg, procs, pl)
 				}
 			}
 			budget := cfg.MaxRetained
@@ -34,11 +42,14 @@ func TestSplitKeepsWithinBudget(t *testing.T) {
 			}
 		}
 	}
-	// The default budget keeps at least one buffer of every class.
-	sizes, depth, exCap := bytepool.Split(bytepool.Config{}, 2)
-	for i := range sizes {
-		if depth[i]+exCap[i] == 0 {
-			t.Errorf("default plan keeps nothing of class %d", sizes[i])
+	// The default budget keeps at least one buffer of every class, and a
+	// 100-buffer burst of 64 KiB fits one P's stack and spill.
+	for _, pl := range bytepool.Split(bytepool.Config{}, 2) {
+		if pl.Depth+pl.ExCap == 0 {
+			t.Errorf("default plan keeps nothing of class %d", pl.Size)
+		}
+		if pl.Size == 64<<10 && pl.Depth+pl.Spill < 100 {
+			t.Errorf("default plan for 64 KiB: %+v, holds fewer than 100 on one P", pl)
 		}
 	}
 }
@@ -97,12 +108,12 @@ func TestRetentionBoundHoldsThroughMixedOperations(t *testing.T) {
 		}
 		wg.Wait()
 		s := p.Stats()
-		t.Logf("gets %d local %d exchange %d allocs %d drops %d released %d ticks %d", s.Gets, s.LocalHits, s.ExchangeHits, s.Allocs, s.Drops, s.Released, p.Ticks())
+		t.Logf("gets %d local %d exchange %d steal %d allocs %d drops %d released %d ticks %d", s.Gets, s.LocalHits, s.ExchangeHits, s.StealHits, s.Allocs, s.Drops, s.Released, p.Ticks())
 		if s.Retained > bound {
 			t.Fatalf("Retained %d > bound %d", s.Retained, bound)
 		}
-		if s.Gets != uint64(ops/workers/2*workers) || s.Gets != s.LocalHits+s.ExchangeHits+s.Allocs {
-			t.Fatalf("Gets %d, want %d = LocalHits + ExchangeHits + Allocs", s.Gets, ops/2)
+		if s.Gets != uint64(ops/workers/2*workers) || s.Gets != s.LocalHits+s.ExchangeHits+s.StealHits+s.Allocs {
+			t.Fatalf("Gets %d, want %d = LocalHits + ExchangeHits + StealHits + Allocs", s.Gets, ops/2)
 		}
 		p.Trim()
 		if r := p.Stats().Retained; r != 0 {

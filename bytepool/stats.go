@@ -1,26 +1,28 @@
 package bytepool
 
+import "github.com/poolkit/poolkit/shard"
+
 // Stats is a snapshot of a Pool's counters.
 //
-// The one counter of the fast path, hits on the per-P stacks, is kept by
-// shard.Local per P (a plain add on the P's own stack, inside the section it
-// already runs pinned) and summed by Stats: counting costs the fast path no
-// shared cache line and no atomic read-modify-write. The other counters are
-// atomics updated only on the slow paths. Each counter is read without
-// stopping the pool, so under concurrent use a snapshot is approximate: it may
-// miss operations in flight, and the derived sum Gets may be off by as much.
-// Once the pool is quiescent they are exact.
+// The counters of the fast path, hits on the calling P's stack or spill and
+// steals from other Ps' spills, are kept by shard.Local per P (a plain add on
+// the P's own line, inside the section it already runs pinned) and summed by
+// Stats: counting costs the fast path no shared cache line and no atomic
+// read-modify-write. The other counters are atomics updated only on the slow
+// paths. Each counter is read without stopping the pool, so under concurrent
+// use a snapshot is approximate: it may miss operations in flight, and the
+// derived sum Gets may be off by as much. Once the pool is quiescent they are
+// exact, with one exception: hits and steals that a Get counts on per-P
+// tiers that Trim, idle trimming or a GOMAXPROCS increase retired while that
+// Get ran are lost (see shard.Local.Stats).
 type Stats struct {
 	// Gets = LocalHits + ExchangeHits + StealHits + Allocs + Oversize.
 	Gets uint64
-	// LocalHits are Gets served by the calling P's stack.
+	// LocalHits are Gets served by the calling P's stack or spill.
 	LocalHits uint64
 	// ExchangeHits are Gets served by a class's shared exchange.
 	ExchangeHits uint64
-	// StealHits is always 0: the per-P stacks are owner-only
-	// (shard.Local), so no P takes from another's stack; the exchange is
-	// the level that moves buffers between Ps. The field is kept so that
-	// Stats reads like the pool package's.
+	// StealHits are Gets served by another P's spill.
 	StealHits uint64
 	// Allocs are Gets that allocated a class buffer (every level missed).
 	Allocs uint64
@@ -29,20 +31,23 @@ type Stats struct {
 	AllocFailures uint64
 	// Oversize are Gets above MaxSize: plain allocations, not pooled.
 	Oversize uint64
-	// Parked are Puts filed in an exchange. (Puts filed on a per-P stack
-	// are not counted: that would cost the fast path a counter of its own.)
+	// Parked are Puts filed in an exchange. (Puts filed on a per-P stack or
+	// spill are not counted: that would cost the fast path a counter of its
+	// own.)
 	Parked uint64
 	// Drops are Puts whose buffer was not kept: its class was at its bound,
 	// or no class takes its capacity.
 	Drops uint64
-	// Released are buffers released by Trim or by idle trimming. Buffers of
-	// retired per-P stacks are counted when the runtime cleanup that
-	// releases them has run, which may be after Trim returns.
+	// Released are buffers let go from the pool's tiers: by Trim, by idle
+	// trimming, when a GOMAXPROCS increase replaced the per-P tiers, and by
+	// the cleanup of a collected pool. Buffers of retired per-P tiers are
+	// counted when the runtime cleanup that releases them has run, which may
+	// be after Trim returns.
 	Released uint64
 	// Retained is the number of bytes kept for reuse (the sum over Classes).
 	Retained int64
 	// MaxRetained is the retention bound: the sum over the classes of
-	// (Depth × Procs + ExchangeCap) × Size.
+	// ((Depth + Spill) × Procs + ExchangeCap) × Size.
 	MaxRetained int64
 	// Procs is GOMAXPROCS as it was when the Pool was made.
 	Procs int
@@ -53,12 +58,14 @@ type Stats struct {
 // ClassStats describes one size class.
 type ClassStats struct {
 	Size        int // bytes of one buffer
-	Depth       int // per-P stack depth (0: this class has no per-P stacks)
+	Depth       int // per-P stack depth (0: this class has no per-P tiers)
+	Spill       int // per-P spill capacity (0: none)
 	ExchangeCap int // exchange capacity (0: no exchange)
 
-	Gets         uint64 // LocalHits + ExchangeHits + Allocs
+	Gets         uint64 // LocalHits + ExchangeHits + StealHits + Allocs
 	LocalHits    uint64
 	ExchangeHits uint64
+	StealHits    uint64
 	Allocs       uint64
 	Parked       uint64 // Puts filed in the exchange
 	Drops        uint64
@@ -66,9 +73,10 @@ type ClassStats struct {
 
 	// Buffers is the number of buffers kept for reuse, and Retained the
 	// bytes they hold (Buffers × Size). The per-P part is the sum of each
-	// stack's count, read without stopping its owner: approximate while
-	// Puts and Gets run (see shard.Local.Len). Stacks discarded by Trim are
-	// not counted: they are garbage awaiting the collector.
+	// stack's and spill's count, read without stopping its owner:
+	// approximate while Puts and Gets run (see shard.Local.Len). Tiers
+	// discarded by Trim are not counted: they are garbage awaiting the
+	// collector.
 	Buffers  int
 	Retained int64
 }
@@ -80,17 +88,20 @@ func (p *Pool) Stats() Stats {
 	s.Drops = p.unfiled.Load()
 	for i := range p.classes {
 		cl := &p.classes[i]
+		local := cl.localStats()
 		c := ClassStats{
 			Size:         cl.size,
 			Depth:        cl.depth,
+			Spill:        cl.spill,
 			ExchangeCap:  cl.ex.Cap(),
-			LocalHits:    cl.localHits(),
+			LocalHits:    local.Hits,
 			ExchangeHits: cl.exchangeHits(),
+			StealHits:    local.Steals,
 			Allocs:       cl.allocs.Load(),
 			Drops:        cl.drops.Load(),
 			Released:     cl.released.Load(),
 		}
-		c.Gets = c.LocalHits + c.ExchangeHits + c.Allocs
+		c.Gets = c.LocalHits + c.ExchangeHits + c.StealHits + c.Allocs
 		c.Parked = cl.parked()
 		if cl.local != nil {
 			c.Buffers = cl.local.Len()
@@ -100,23 +111,24 @@ func (p *Pool) Stats() Stats {
 		s.Classes[i] = c
 		s.LocalHits += c.LocalHits
 		s.ExchangeHits += c.ExchangeHits
+		s.StealHits += c.StealHits
 		s.Allocs += c.Allocs
 		s.AllocFailures += cl.allocFails.Load()
 		s.Parked += c.Parked
 		s.Drops += c.Drops
 		s.Released += c.Released
 		s.Retained += c.Retained
-		s.MaxRetained += int64(cl.depth*p.procs+c.ExchangeCap) * int64(cl.size)
+		s.MaxRetained += int64((cl.depth+cl.spill)*p.procs+c.ExchangeCap) * int64(cl.size)
 	}
-	s.Gets = s.LocalHits + s.ExchangeHits + s.Allocs + s.Oversize
+	s.Gets = s.LocalHits + s.ExchangeHits + s.StealHits + s.Allocs + s.Oversize
 	return s
 }
 
-// localHits returns the hits on the class's per-P stacks, retired ones
-// included.
-func (cl *class) localHits() uint64 {
+// localStats returns the counters of the class's per-P tiers, retired ones
+// included: hits on the caller's own stack or spill, and steals.
+func (cl *class) localStats() shard.Stats {
 	if cl.local == nil {
-		return 0
+		return shard.Stats{}
 	}
-	return cl.local.Stats().Hits
+	return cl.local.Stats()
 }

@@ -70,8 +70,10 @@ func (p *Pool) gcTick(now time.Time) {
 	defer p.trimMu.Unlock()
 	for i := range p.classes {
 		cl, st := &p.classes[i], &p.trim[i]
-		if lh := cl.localHits(); lh != st.localSeen {
-			st.localSeen, st.localIdle, st.localUsed = lh, 0, now
+		// A steal is use of the per-P tiers as much as a hit is.
+		ls := cl.localStats()
+		if used := ls.Hits + ls.Steals; used != st.localSeen {
+			st.localSeen, st.localIdle, st.localUsed = used, 0, now
 		} else {
 			st.localIdle++
 		}

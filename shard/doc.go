@@ -5,8 +5,11 @@
 //
 //   - [Local] is owner-only. Each P's stack is touched only by the goroutine
 //     running on that P, while pinned, with no atomic read-modify-write. A value
-//     that sits on another P's stack is out of reach: Local suits bytepool, where
-//     a miss costs one fresh allocation. It is emptied as a whole by [Local.Retire].
+//     that sits on another P's stack is out of reach. Made by [NewLocalSpill], it
+//     has a second tier per P, the spill, that the owner pushes and pops with one
+//     atomic operation each and that other Ps steal from (bytepool's burst and
+//     cross-P path); pool uses the stack alone. It is emptied as a whole by
+//     [Local.Retire].
 //   - [Stealable] lets any P take from any other P's stack, so that a connection
 //     pool at its maximum never waits while an idle object sits on another P.
 //     Each push or pop costs one atomic read-modify-write on the P's own cache

@@ -15,16 +15,23 @@ const MaxDepth = 1 << 12
 
 // Local is owner-only per-P storage: one LIFO stack of at most Depth values per
 // P. Push and Pop touch only the calling P's stack, while pinned, with no atomic
-// read-modify-write (in the default build). A value pushed on one P cannot be
-// popped on another: a goroutine that migrates between its Push and Pop misses.
+// read-modify-write (in the default build). A value pushed on one P's stack
+// cannot be popped on another: a goroutine that migrates between its Push and
+// Pop misses.
+//
+// A Local made by NewLocalSpill has a second tier per P, the spill, behind
+// each stack: Push files there what the stack cannot hold, and a Pop that
+// finds its stack empty takes from its own spill, then steals from the other
+// Ps' spills. What sits in a spill is within every P's reach.
 //
 // Local is safe for concurrent use. A Push synchronizes before the Pop that
-// returns its value (in the default build because both run on the same P,
-// which executes one goroutine at a time).
+// returns its value (in the default build, through the stack, because both
+// run on the same P, which executes one goroutine at a time; through a spill,
+// by its atomic operations).
 //
-// Retire empties every stack at once by publishing fresh ones; values left in
-// the old stacks go to the drop function given to NewLocal, if any, from a
-// cleanup that runs once no goroutine can still be using them.
+// Retire empties every stack and spill at once by publishing fresh ones;
+// values left in the old ones go to the drop function given to NewLocal, if
+// any, from a cleanup that runs once no goroutine can still be using them.
 //
 // A Local must not be copied after first use.
 type Local[T any] struct {
