@@ -146,6 +146,9 @@ func (l *Local[T]) Push(v T) bool {
 		return l.pushSlow(pid, v)
 	}
 	ok := t.shards[pid].push(v)
+	if !ok && t.spill {
+		ok = t.shards[pid].pushSpill(v)
+	}
 	end()
 	runtime.KeepAlive(t) // the table stays reachable until the stack is left: see Retire
 	return ok
@@ -154,6 +157,9 @@ func (l *Local[T]) Push(v T) bool {
 func (l *Local[T]) pushSlow(pid int, v T) bool {
 	t, pid := l.enterSlow(pid)
 	ok := t.shards[pid].push(v)
+	if !ok && t.spill {
+		ok = t.shards[pid].pushSpill(v)
+	}
 	end()
 	runtime.KeepAlive(t)
 	return ok
@@ -169,7 +175,7 @@ func (l *Local[T]) Pop() (T, bool) {
 	}
 	v, ok := t.shards[pid].pop()
 	if !ok && t.spill {
-		v, ok = t.steal(pid)
+		v, ok = t.popSpill(pid)
 	}
 	end()
 	runtime.KeepAlive(t)
@@ -191,7 +197,7 @@ func (l *Local[T]) popSlow(t *localTable[T], pid int) (T, bool) {
 		}
 	}
 	if !ok && t.spill {
-		v, ok = t.steal(pid)
+		v, ok = t.popSpill(pid)
 	}
 	end()
 	runtime.KeepAlive(t)
@@ -212,14 +218,15 @@ func (l *Local[T]) enterSlow(pid int) (*localTable[T], int) {
 	}
 }
 
+// push and pop are the stack alone: kept small so that the compiler inlines
+// them into Push and Pop. The spill is reached through pushSpill and
+// popSpill, which are not inlined, only when the stack is full or empty.
 func (s *localShard[T]) push(v T) (ok bool) {
 	if s.g.lock() {
 		if n := s.n.load(); uint(n) < uint(len(s.slots)) {
 			s.slots[n] = v
 			s.n.store(n + 1)
 			ok = true
-		} else {
-			ok = s.sp.push(v)
 		}
 		s.g.unlock()
 	}
@@ -235,18 +242,39 @@ func (s *localShard[T]) pop() (v T, ok bool) {
 			s.slots[n] = zero
 			s.n.store(n)
 			s.hits.add(1)
-		} else if v, ok = s.sp.pop(); ok {
-			s.hits.add(1)
 		}
 		s.g.unlock()
 	}
 	return v, ok
 }
 
-// steal takes the oldest value of another P's spill, for the caller on stack
-// pid of table t (pinned, in the default build), and counts it on pid's stack.
-// It visits the other stacks once each, starting after pid.
-func (t *localTable[T]) steal(pid int) (v T, ok bool) {
+// pushSpill files v in the stack's spill, as its owner.
+//
+//go:noinline
+func (s *localShard[T]) pushSpill(v T) (ok bool) {
+	if s.g.lock() {
+		ok = s.sp.push(v)
+		s.g.unlock()
+	}
+	return ok
+}
+
+// popSpill takes, for the caller on stack pid of table t (pinned, in the
+// default build), the newest value of pid's spill, else the oldest value of
+// another P's spill, visiting each once, starting after pid. Steals are
+// counted on pid's stack.
+//
+//go:noinline
+func (t *localTable[T]) popSpill(pid int) (v T, ok bool) {
+	if s := &t.shards[pid]; s.g.lock() {
+		if v, ok = s.sp.pop(); ok {
+			s.hits.add(1)
+		}
+		s.g.unlock()
+		if ok {
+			return v, true
+		}
+	}
 	n := len(t.shards)
 	for k := 1; k < n; k++ {
 		if v, ok = t.shards[(pid+k)%n].sp.steal(); ok {
