@@ -255,7 +255,7 @@ func benchMixed(b *testing.B) {
 // default pool's 64 KiB class keeps 8 buffers per P on the stack, 128 per P
 // in the spill and 64 in the exchange (Stats.Classes), so N = 1000 does not
 // fit it; poolkit-sized (Spill 1024, a 2 GiB budget) is a pool sized for that
-// burst: its 64 KiB class keeps 8 + 1024 per P and 256 in the exchange.
+// burst: its 64 KiB class keeps 8 + 1024 per P and 64 in the exchange.
 func benchBurst(b *testing.B) {
 	cs := append(contenders()[:1:1], contender{"poolkit-sized", func(b *testing.B) impl {
 		return newPoolkit(b, bytepool.Config{Spill: 1024, MaxRetained: 2 << 30})

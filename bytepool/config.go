@@ -25,7 +25,7 @@ const (
 	DefaultSpill = 128
 	// DefaultExchangeCapacity is the number of buffers of one class the
 	// shared exchange may keep.
-	DefaultExchangeCapacity = 256
+	DefaultExchangeCapacity = 64
 	// DefaultMaxRetained is the byte budget of a pool: 256 MiB.
 	DefaultMaxRetained = 256 << 20
 	// DefaultIdleTimeout is how long a tier of a class may go without reuse
