@@ -497,3 +497,44 @@ func TestGetStealsFromAnotherPsSpill(t *testing.T) {
 		t.Fatalf("StealHits %d Allocs %d: the putter's spill (%d buffers) was out of the getter's reach", s.StealHits, s.Allocs-n, n-1)
 	}
 }
+
+// TestMaxRetainedFollowsGOMAXPROCS: when GOMAXPROCS grows, each new P gets
+// a stack and a spill of the planned size; Stats.MaxRetained reports the
+// bound as it stands, and Retained stays within it.
+func TestMaxRetainedFollowsGOMAXPROCS(t *testing.T) {
+	if randomIDs {
+		t.Skip("without P ids (poolkit_nolinkname) stacks are drawn from the table New made: it never grows")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	p := newPool(t, allocator{}, bytepool.Config{MinSize: 1024, MaxSize: 1024, Depth: 2, Spill: 4, ExchangeCapacity: 1})
+	if got, want := p.Stats().MaxRetained, int64((2+4)*2+1)*1024; got != want {
+		t.Fatalf("MaxRetained %d, want %d", got, want)
+	}
+	runtime.GOMAXPROCS(4)
+	var wg sync.WaitGroup
+	var started atomic.Int32
+	for range 4 {
+		wg.Go(func() {
+			// Spin until all four run: then each holds a P of its own, so
+			// the pool sees P ids 0 to 3.
+			started.Add(1)
+			for started.Load() < 4 {
+			}
+			var bs [][]byte
+			for range 8 {
+				bs = append(bs, p.Get(1024))
+			}
+			for _, b := range bs {
+				p.Put(b)
+			}
+		})
+	}
+	wg.Wait()
+	s := p.Stats()
+	if want := int64((2+4)*4+1) * 1024; s.MaxRetained != want {
+		t.Fatalf("after GOMAXPROCS 4: MaxRetained %d, want %d", s.MaxRetained, want)
+	}
+	if s.Retained > s.MaxRetained {
+		t.Fatalf("Retained %d > MaxRetained %d", s.Retained, s.MaxRetained)
+	}
+}

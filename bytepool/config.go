@@ -53,7 +53,7 @@ const (
 	// ExchangeMutex is the mutex-guarded ring (exchange.Mutex).
 	ExchangeMutex = exchange.KindMutex
 	// ExchangeNone switches the reservoir off: a buffer that does not fit on
-	// the calling P's stack is dropped.
+	// the calling P's stack or spill is dropped.
 	ExchangeNone = exchange.KindNone
 )
 
@@ -73,10 +73,10 @@ type Config struct {
 	// it for large classes. Default DefaultDepth.
 	Depth int
 	// Spill is the most buffers of one class one P may keep in its spill,
-	// the per-P second tier that other Ps steal from (see Pool), in
-	// [0, shard.MaxDepth]; it is rounded down to a power of two, and the
-	// budget may lower it for large classes. Default DefaultSpill; negative
-	// means no spill.
+	// the per-P second tier that other Ps steal from (see Pool), at most
+	// shard.MaxDepth; it is rounded down to a power of two, and the budget
+	// may lower it for large classes. 0 means DefaultSpill; negative means
+	// no spill.
 	Spill int
 	// ExchangeCapacity is the most buffers of one class the shared exchange
 	// may keep. The budget may lower it for large classes, and it is rounded

@@ -31,9 +31,12 @@ import (
 //
 // Retention is bounded by Config.Depth and Config.Spill per P and class, the
 // exchange capacity per class and the byte budget Config.MaxRetained, split
-// among the classes by New (see Stats.MaxRetained). The per-P part is computed for GOMAXPROCS as
-// it was when New ran; if GOMAXPROCS grows later, the per-P stacks grow with
-// it and so does the bound. Retained memory that is not reused is released at
+// among the classes by New (see Stats.MaxRetained). The per-P part is
+// computed for GOMAXPROCS as it was when New ran; if GOMAXPROCS grows later
+// (Go follows cgroup CPU limits), every new P gets a stack and a spill of the
+// planned size, so the bound grows by (Depth + Spill) × Size per class and
+// new P: the budget is not re-split. Stats.MaxRetained reports the bound as
+// it stands. Retained memory that is not reused is released at
 // GC cycles (see Config.IdleTimeout and Config.IdleCycles) without any
 // goroutine of the pool's own; Trim releases everything at once.
 //
@@ -246,7 +249,8 @@ func (p *Pool) getOther(n int) []byte {
 	return make([]byte, n)
 }
 
-// getSlow is Get, for 1 <= n <= maxSize, when the calling P's stack is empty.
+// getSlow is Get, for 1 <= n <= maxSize, when the per-P tiers had nothing:
+// the calling P's stack and spill and every other P's spill.
 func (p *Pool) getSlow(n int) []byte {
 	cl := &p.classes[p.classIndex(n)]
 	if b, ok := cl.ex.Unpark(); ok {
@@ -295,9 +299,9 @@ func (p *Pool) Put(b []byte) {
 	p.putFull(b)
 }
 
-// putFull is Put's fast path when the calling P's stack is full: cap(b) is
-// exactly a class size. It recomputes the class, so that Put keeps less alive
-// across its call to Push.
+// putFull is Put's fast path when the calling P's stack and spill are full:
+// cap(b) is exactly a class size. It recomputes the class, so that Put keeps
+// less alive across its call to Push.
 func (p *Pool) putFull(b []byte) {
 	p.putSlow(&p.classes[bits.Len(uint(cap(b)))-1-p.minShift], b)
 }

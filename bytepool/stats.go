@@ -46,8 +46,10 @@ type Stats struct {
 	Released uint64
 	// Retained is the number of bytes kept for reuse (the sum over Classes).
 	Retained int64
-	// MaxRetained is the retention bound: the sum over the classes of
-	// ((Depth + Spill) × Procs + ExchangeCap) × Size.
+	// MaxRetained is the retention bound as it stands: the sum over the
+	// classes of ((Depth + Spill) × P + ExchangeCap) × Size, where P is the
+	// number of per-P tiers, GOMAXPROCS when New ran or, if it has grown
+	// since, when it last grew (see Pool).
 	MaxRetained int64
 	// Procs is GOMAXPROCS as it was when the Pool was made.
 	Procs int
@@ -118,7 +120,11 @@ func (p *Pool) Stats() Stats {
 		s.Drops += c.Drops
 		s.Released += c.Released
 		s.Retained += c.Retained
-		s.MaxRetained += int64((cl.depth+cl.spill)*p.procs+c.ExchangeCap) * int64(cl.size)
+		procs := 0
+		if cl.local != nil {
+			procs = cl.local.Procs()
+		}
+		s.MaxRetained += int64((cl.depth+cl.spill)*procs+c.ExchangeCap) * int64(cl.size)
 	}
 	s.Gets = s.LocalHits + s.ExchangeHits + s.StealHits + s.Allocs + s.Oversize
 	return s

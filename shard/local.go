@@ -42,7 +42,8 @@ type Local[T any] struct {
 	spill int // cells of each P's spill; 0 without a spill tier
 	drop  func(T)
 	// retiredHits and retiredSteals carry the counters of retired tables, so
-	// Stats never goes back.
+	// that Stats does not lose them (it may miss them while a Retire runs: the
+	// new table is published before the old one's counts are added here).
 	retiredHits, retiredSteals atomic.Uint64
 }
 
@@ -61,31 +62,38 @@ type localTable[T any] struct {
 // The padding rounds the size up to a whole number of cacheline.Size, so
 // that two Ps' stacks never share a line and indexing the table is a shift,
 // not a multiplication.
+//
+// The spill starts on a line of its own: stealers read and write its head and
+// tail, and must not take the owner's stack line away from it.
 type localShard[T any] struct {
 	g     guard
 	n     word // number of values in slots[:n]
 	hits  word // successful Pops from this P's stack or spill
 	slots []T
+	_     [cacheline.Size - unsafe.Sizeof(localStackHead{})%cacheline.Size]byte
 	sp    spill[T]
-	_     [cacheline.Size - unsafe.Sizeof(localShardHead{})%cacheline.Size]byte
+	_     [cacheline.Size - unsafe.Sizeof(spillHead{})%cacheline.Size]byte
 }
 
-// localShardHead has the layout of localShard's fields (the type of slots
-// and cells does not change a slice header's size); it sizes localShard's
-// padding.
-type localShardHead struct {
+// localStackHead and spillHead have the layout of localShard's stack fields
+// and of a spill (the element type does not change a slice header's size);
+// they size localShard's padding.
+type localStackHead struct {
 	_ guard
 	_ word // n
 	_ word // hits
 	_ []struct{}
-	_ atomic.Uint64 // sp.headTail
-	_ []struct{}    // sp.cells
-	_ word          // sp.steals
+}
+
+type spillHead struct {
+	_ atomic.Uint64 // headTail
+	_ []struct{}    // cells
+	_ word          // steals
 }
 
 // NewLocal returns a Local with stacks of the given depth. drop, if not nil, is
-// called for each value still held by stacks that Retire (or a GOMAXPROCS
-// increase) discarded; it runs on a runtime cleanup goroutine and must not
+// called for each value still held by stacks (and spills) that Retire (or a
+// GOMAXPROCS increase) discarded; it runs on a runtime cleanup goroutine and must not
 // block for long. NewLocal panics if depth is outside [1, MaxDepth].
 func NewLocal[T any](depth int, drop func(T)) *Local[T] {
 	return NewLocalSpill(depth, 0, drop)
@@ -99,9 +107,11 @@ func NewLocal[T any](depth int, drop func(T)) *Local[T] {
 // spill is within reach of every P.
 //
 // Cost: a spill Push is one atomic add, a spill Pop one compare-and-swap, a
-// steal one compare-and-swap and one atomic store; all on the spill's cache
-// line, inside the same pinned section as the stack. The stack in front keeps
-// its cost: a Push or Pop that the stack serves never touches the spill.
+// steal one compare-and-swap and one atomic store, on the spill's head/tail
+// line (a line of its own, apart from the stack's) and the cell; all inside
+// the same pinned section as the stack. A Pop that misses its own P reads
+// each other P's head/tail line once. The stack in front keeps its cost: a
+// Push or Pop that the stack serves never touches a spill.
 // NewLocalSpill panics if depth is outside [1, MaxDepth] or spill outside
 // [0, MaxDepth].
 func NewLocalSpill[T any](depth, spill int, drop func(T)) *Local[T] {
@@ -131,11 +141,17 @@ func (l *Local[T]) newTable(n int) *localTable[T] {
 // Depth returns the capacity of one per-P stack.
 func (l *Local[T]) Depth() int { return l.depth }
 
+// Procs returns the number of per-P stacks (and spills) in the current table:
+// GOMAXPROCS when it was made or last grew. Capacity is
+// (Depth + Spill) × Procs.
+func (l *Local[T]) Procs() int { return len(l.cur.Load().shards) }
+
 // Spill returns the capacity of one P's spill (0 without a spill tier).
 func (l *Local[T]) Spill() int { return l.spill }
 
-// Push puts v on the calling P's stack. It returns false, keeping nothing, if
-// that stack is full.
+// Push puts v on the calling P's stack, or, if the stack is full, in that P's
+// spill. It returns false, keeping nothing, if both are full (the stack alone,
+// without a spill tier).
 func (l *Local[T]) Push(v T) bool {
 	// The fast path is written out by hand (no enter helper) so that the
 	// common case, a P id inside the table, is one compare and one bounds
@@ -165,8 +181,10 @@ func (l *Local[T]) pushSlow(pid int, v T) bool {
 	return ok
 }
 
-// Pop takes the value most recently pushed on the calling P's stack. It returns
-// false if that stack is empty. Pop zeroes the slot it empties.
+// Pop takes the value most recently pushed on the calling P's stack; if the
+// stack is empty, the newest value of that P's spill, then the oldest value of
+// another P's spill. It returns false if all of those are empty. Pop zeroes
+// the slot it empties.
 func (l *Local[T]) Pop() (T, bool) {
 	t := l.cur.Load()
 	pid := begin(len(t.shards))
@@ -285,9 +303,9 @@ func (t *localTable[T]) popSpill(pid int) (v T, ok bool) {
 	return v, false
 }
 
-// Len returns the number of values held, summed over every stack. It is
-// approximate: each stack's count is read without stopping its owner (see
-// word), so the sum may be off by the operations in flight. It never blocks.
+// Len returns the number of values held, summed over every stack and spill. It
+// is approximate: each count is read without stopping its owner (see word),
+// so the sum may be off by the operations in flight. It never blocks.
 func (l *Local[T]) Len() int {
 	t := l.cur.Load()
 	n := 0
@@ -312,10 +330,10 @@ func (l *Local[T]) Stats() Stats {
 	return st
 }
 
-// Retire empties every stack at once: it publishes a table of fresh, empty
-// stacks, so each owner's next operation starts from nothing. Values in the old
-// stacks are handed to the drop function (if any) from a runtime cleanup that
-// runs after the old table becomes unreachable.
+// Retire empties every stack and spill at once: it publishes a table of fresh,
+// empty ones, so each owner's next operation starts from nothing. Values in
+// the old ones are handed to the drop function (if any) from a runtime
+// cleanup that runs after the old table becomes unreachable.
 //
 // Why that cleanup cannot race an owner: every operation loads the table once,
 // uses only that table, and keeps it reachable until the operation has ended
