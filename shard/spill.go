@@ -78,49 +78,58 @@ func (sp *spill[T]) push(v T) bool {
 
 // pop takes the newest value. Owner only.
 func (sp *spill[T]) pop() (v T, ok bool) {
-	if len(sp.cells) == 0 {
+	pos, ok := sp.claim(true)
+	if !ok {
 		return v, false
+	}
+	return sp.take(pos), true
+}
+
+// steal takes the oldest value. Any goroutine.
+func (sp *spill[T]) steal() (v T, ok bool) {
+	pos, ok := sp.claim(false)
+	if !ok {
+		return v, false
+	}
+	v = sp.take(pos)
+	// Hands the cell back to the owner for its next lap.
+	sp.cells[pos&uint32(len(sp.cells)-1)].free.Store(pos + uint32(len(sp.cells)))
+	return v, true
+}
+
+// claim takes one position with a compare-and-swap: the newest (moving head
+// down) for the owner, else the oldest (moving tail up). It reports false if
+// the spill is empty. Lock-free: a lost compare-and-swap means another taker
+// made progress (the owner's fails only if a stealer moved tail), and it
+// looks again.
+func (sp *spill[T]) claim(owner bool) (pos uint32, ok bool) {
+	if len(sp.cells) == 0 {
+		return 0, false
 	}
 	for {
 		ht := sp.headTail.Load()
 		head, tail := unpack(ht)
 		if head == tail {
-			return v, false
+			return 0, false
 		}
-		head--
-		// Fails only if a stealer moved tail meanwhile: look again.
-		if sp.headTail.CompareAndSwap(ht, pack(head, tail)) {
-			c := &sp.cells[head&uint32(len(sp.cells)-1)]
-			v = c.v
-			var zero T
-			c.v = zero // retain nothing (DESIGN invariant 8)
-			return v, true
+		next := pack(head, tail+1)
+		if pos = tail; owner {
+			pos = head - 1
+			next = pack(pos, tail)
+		}
+		if sp.headTail.CompareAndSwap(ht, next) {
+			return pos, true
 		}
 	}
 }
 
-// steal takes the oldest value. Any goroutine; lock-free: a lost
-// compare-and-swap means another taker made progress.
-func (sp *spill[T]) steal() (v T, ok bool) {
-	if len(sp.cells) == 0 {
-		return v, false
-	}
-	for {
-		ht := sp.headTail.Load()
-		head, tail := unpack(ht)
-		if head == tail {
-			return v, false
-		}
-		if sp.headTail.CompareAndSwap(ht, pack(head, tail+1)) {
-			c := &sp.cells[tail&uint32(len(sp.cells)-1)]
-			v = c.v
-			var zero T
-			c.v = zero
-			// Hands the cell back to the owner for its next lap.
-			c.free.Store(tail + uint32(len(sp.cells)))
-			return v, true
-		}
-	}
+// take reads and zeroes the cell of a position its caller claimed.
+func (sp *spill[T]) take(pos uint32) T {
+	c := &sp.cells[pos&uint32(len(sp.cells)-1)]
+	v := c.v
+	var zero T
+	c.v = zero // retain nothing (DESIGN invariant 8)
+	return v
 }
 
 // len returns the number of values held; a snapshot.

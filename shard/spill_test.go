@@ -2,7 +2,6 @@ package shard_test
 
 import (
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -121,45 +120,22 @@ func TestLocalSpillStress(t *testing.T) {
 		}
 	}
 	l := shard.NewLocalSpill[*token](2, 8, back)
-	prev := runtime.GOMAXPROCS(0)
-	defer runtime.GOMAXPROCS(prev)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				x, ok := l.Pop()
-				if !ok {
-					select {
-					case x = <-free:
-					default:
-						runtime.Gosched()
-						continue
-					}
-				}
-				take(t, x)
-				give(x)
-				if !l.Push(x) {
-					back(x)
-				}
+	churnLocal(l, func() {
+		x, ok := l.Pop()
+		if !ok {
+			select {
+			case x = <-free:
+			default:
+				runtime.Gosched()
+				return
 			}
-		})
-	}
-	deadline := time.Now().Add(stressDuration())
-	for procs := 1; time.Now().Before(deadline); procs++ {
-		runtime.GOMAXPROCS(1 + procs%5)
-		if procs%3 == 0 {
-			l.Retire()
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	close(stop)
-	wg.Wait()
+		take(t, x)
+		give(x)
+		if !l.Push(x) {
+			back(x)
+		}
+	})
 	l.Retire()
 	for i := 0; i < 100 && len(free) < tokens; i++ {
 		runtime.GC()

@@ -98,6 +98,22 @@ func TestStealableStress(t *testing.T) {
 func TestLocalStress(t *testing.T) {
 	var dropped atomic.Int64
 	l := shard.NewLocal[*token](4, func(*token) { dropped.Add(1) })
+	churnLocal(l, func() {
+		x, ok := l.Pop()
+		if !ok {
+			x = new(token)
+		}
+		take(t, x)
+		give(x)
+		l.Push(x)
+	})
+	require.LessOrEqual(t, l.Len(), l.Depth()*8, "never more than depth per allocated stack")
+}
+
+// churnLocal runs body over and over in 16 goroutines while GOMAXPROCS
+// changes and l is retired now and then, for stressDuration, and returns
+// once every goroutine has stopped.
+func churnLocal[T any](l *shard.Local[T], body func()) {
 	prev := runtime.GOMAXPROCS(0)
 	defer runtime.GOMAXPROCS(prev)
 	stop := make(chan struct{})
@@ -110,13 +126,7 @@ func TestLocalStress(t *testing.T) {
 					return
 				default:
 				}
-				x, ok := l.Pop()
-				if !ok {
-					x = new(token)
-				}
-				take(t, x)
-				give(x)
-				l.Push(x)
+				body()
 			}
 		})
 	}
@@ -130,7 +140,6 @@ func TestLocalStress(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	require.LessOrEqual(t, l.Len(), l.Depth()*8, "never more than depth per allocated stack")
 }
 
 func TestLocalRetireDropsLeftovers(t *testing.T) {
