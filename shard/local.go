@@ -93,8 +93,8 @@ type spillHead struct {
 
 // NewLocal returns a Local with stacks of the given depth. drop, if not nil, is
 // called for each value still held by stacks (and spills) that Retire (or a
-// GOMAXPROCS increase) discarded; it runs on a runtime cleanup goroutine and must not
-// block for long. NewLocal panics if depth is outside [1, MaxDepth].
+// GOMAXPROCS increase) discarded; it runs on a runtime cleanup goroutine and
+// must not block for long. NewLocal panics if depth is outside [1, MaxDepth].
 func NewLocal[T any](depth int, drop func(T)) *Local[T] {
 	return NewLocalSpill(depth, 0, drop)
 }
