@@ -149,18 +149,28 @@ func TestPutFilesForeignSliceUnderLargestCoveredClass(t *testing.T) {
 func TestGetZeroedZeroesUpToCapacity(t *testing.T) {
 	p := newPool(t, allocator{}, bytepool.Config{})
 	for range 4 {
-		b := p.Get(1000)
-		for i := range b[:cap(b)] {
-			b[:cap(b)][i] = 0xAA
-		}
-		p.Put(b)
+		p.Put(fillCap(p.Get(1000), 0xAA))
 		z := p.GetZeroed(700)
-		for i, v := range z[:cap(z)] {
-			if v != 0 {
-				t.Fatalf("GetZeroed: byte %d = %#x", i, v)
-			}
-		}
+		requireZeroed(t, z, "GetZeroed")
 		p.Put(z)
+	}
+}
+
+// fillCap sets every byte of b up to its capacity to v and returns b.
+func fillCap(b []byte, v byte) []byte {
+	for i := range b[:cap(b)] {
+		b[:cap(b)][i] = v
+	}
+	return b
+}
+
+// requireZeroed fails the test unless b is zero up to its capacity.
+func requireZeroed(t *testing.T, b []byte, what string) {
+	t.Helper()
+	for i, v := range b[:cap(b)] {
+		if v != 0 {
+			t.Fatalf("%s: byte %d = %#x", what, i, v)
+		}
 	}
 }
 
@@ -168,17 +178,9 @@ func TestZeroOnPutZeroesFiledBuffers(t *testing.T) {
 	forEachAllocator(t, func(t *testing.T, a allocator) {
 		p := newPool(t, a, bytepool.Config{ZeroOnPut: true, MinSize: 4096})
 		for range 4 {
-			b := p.Get(5000)
-			for i := range b[:cap(b)] {
-				b[:cap(b)][i] = 0x55
-			}
-			p.Put(b)
+			p.Put(fillCap(p.Get(5000), 0x55))
 			g := p.Get(5000)
-			for i, v := range g[:cap(g)] {
-				if v != 0 {
-					t.Fatalf("after ZeroOnPut: byte %d = %#x", i, v)
-				}
-			}
+			requireZeroed(t, g, "after ZeroOnPut")
 			p.Put(g)
 		}
 		p.Trim()
