@@ -30,16 +30,22 @@ func TestLocalIsLIFOUpToDepth(t *testing.T) {
 		}
 		require.False(t, l.Push(99), "a full stack refuses")
 		require.Equal(t, 4, l.Len())
-		for i := 3; i >= 0; i-- {
-			v, ok := l.Pop()
-			require.True(t, ok)
-			require.Equal(t, i, v)
-		}
-		_, ok := l.Pop()
-		require.False(t, ok)
-		require.Equal(t, 0, l.Len())
+		requirePopsThenEmpty(t, l, 3, 2, 1, 0)
 		require.Equal(t, uint64(4), l.Stats().Hits, "every successful Pop is counted")
 	})
+}
+
+// requirePopsThenEmpty pops want, in order, from l, then finds it empty.
+func requirePopsThenEmpty(t *testing.T, l *shard.Local[int], want ...int) {
+	t.Helper()
+	for _, w := range want {
+		v, ok := l.Pop()
+		require.True(t, ok)
+		require.Equal(t, w, v)
+	}
+	_, ok := l.Pop()
+	require.False(t, ok)
+	require.Equal(t, 0, l.Len())
 }
 
 func TestStealableIsLIFOUpToDepth(t *testing.T) {

@@ -19,14 +19,7 @@ func TestSpillTakesWhatTheStackCannot(t *testing.T) {
 		require.False(t, l.Push(99), "stack and spill full: refused")
 		require.Equal(t, 6, l.Len())
 		// The stack first (LIFO), then the spill, newest first.
-		for _, want := range []int{1, 0, 5, 4, 3, 2} {
-			v, ok := l.Pop()
-			require.True(t, ok)
-			require.Equal(t, want, v)
-		}
-		_, ok := l.Pop()
-		require.False(t, ok)
-		require.Equal(t, 0, l.Len())
+		requirePopsThenEmpty(t, l, 1, 0, 5, 4, 3, 2)
 		require.Equal(t, shard.Stats{Hits: 6}, l.Stats(), "spill pops on the own P are hits, not steals")
 	})
 }
