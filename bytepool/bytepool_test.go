@@ -460,10 +460,35 @@ func TestSpillHoldsWhatTheStackCannot(t *testing.T) {
 // out of its reach, the spill is not. The putter keeps its P busy while the
 // getter runs, so the two run on different Ps. No exchange, so the spill is
 // the only way between Ps.
+//
+// The scheduler may still move the spinning putter off its P (a busy
+// machine, a preemption) and run the getter there, which then finds
+// everything as its own: so the test runs up to 20 rounds, each on a new
+// pool, and passes at the first round with the steals; every round must
+// account for each buffer. With stealing switched off, every round fails.
 func TestGetStealsFromAnotherPsSpill(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	p := newPool(t, allocator{}, bytepool.Config{Depth: 1, Spill: 8, Exchange: bytepool.ExchangeNone})
 	const n = 6
+	var s bytepool.Stats
+	for range 20 {
+		s = stealRound(t, n)
+		if s.LocalHits+s.StealHits+(s.Allocs-n) != n {
+			t.Fatalf("LocalHits %d StealHits %d Allocs %d", s.LocalHits, s.StealHits, s.Allocs)
+		}
+		// (Without P ids, randomIDs, a Get looks through every stack and
+		// spill as its own: it finds them all, counted as local hits.)
+		if (s.StealHits >= n-1 || randomIDs) && s.Allocs <= n+1 {
+			return
+		}
+	}
+	t.Fatalf("StealHits %d Allocs %d in the last of 20 rounds: the putter's spill (%d buffers) was out of the getter's reach",
+		s.StealHits, s.Allocs-n, n-1)
+}
+
+// stealRound gets and puts n buffers on one P, then, while that goroutine
+// spins, gets n on another goroutine, and returns the pool's Stats then.
+func stealRound(t *testing.T, n int) bytepool.Stats {
+	p := newPool(t, allocator{}, bytepool.Config{Depth: 1, Spill: 8, Exchange: bytepool.ExchangeNone})
 	ready := make(chan struct{})
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -490,14 +515,7 @@ func TestGetStealsFromAnotherPsSpill(t *testing.T) {
 	s := <-got
 	stop.Store(true)
 	wg.Wait()
-	if s.LocalHits+s.StealHits+(s.Allocs-n) != n {
-		t.Fatalf("LocalHits %d StealHits %d Allocs %d", s.LocalHits, s.StealHits, s.Allocs)
-	}
-	// (Without P ids, randomIDs, a Get looks through every stack and
-	// spill as its own: it finds them all, counted as local hits.)
-	if (s.StealHits < n-1 && !randomIDs) || s.Allocs > n+1 {
-		t.Fatalf("StealHits %d Allocs %d: the putter's spill (%d buffers) was out of the getter's reach", s.StealHits, s.Allocs-n, n-1)
-	}
+	return s
 }
 
 // TestMaxRetainedFollowsGOMAXPROCS: when GOMAXPROCS grows, each new P gets

@@ -200,13 +200,23 @@ func (p *Pool) Get(n int) []byte {
 	// compiler's check for shifts of 64 or more.)
 	shift := bits.Len(uint(n-1) | p.minMask)
 	if l := p.hot[shift-p.minShift].local; l != nil {
-		if ptr, ok := l.Pop(); ok {
+		// Local.Pop, written out so that the stack's pop is inlined here.
+		s := l.Stack(shard.Enter())
+		ptr, ok := s.Pop()
+		if !ok {
+			ptr, ok = l.PopSpill(s)
+		}
+		shard.Exit()
+		if ok {
 			b := slice(ptr, n, 1<<(shift&63))
 			debugOnGet(b)
 			return b
 		}
+		if s == nil {
+			return p.getSlow(n, true)
+		}
 	}
-	return p.getSlow(n)
+	return p.getSlow(n, false)
 }
 
 // slice returns the slice of length n and capacity size whose array starts at
@@ -250,9 +260,18 @@ func (p *Pool) getOther(n int) []byte {
 }
 
 // getSlow is Get, for 1 <= n <= maxSize, when the per-P tiers had nothing:
-// the calling P's stack and spill and every other P's spill.
-func (p *Pool) getSlow(n int) []byte {
+// the calling P's stack and spill and every other P's spill. If local, Get
+// could not reach them pinned (Local.Enter returned nil) and getSlow tries
+// them first.
+func (p *Pool) getSlow(n int, local bool) []byte {
 	cl := &p.classes[p.classIndex(n)]
+	if local {
+		if ptr, ok := cl.local.Pop(); ok {
+			b := slice(ptr, n, cl.size)
+			debugOnGet(b)
+			return b
+		}
+	}
 	if b, ok := cl.ex.Unpark(); ok {
 		debugOnGet(b)
 		return b[:n]
@@ -293,17 +312,33 @@ func (p *Pool) Put(b []byte) {
 		p.putOther(b)
 		return
 	}
-	if l := p.hot[k].local; l != nil && l.Push(unsafe.Pointer(unsafe.SliceData(b))) {
-		return
+	if l := p.hot[k].local; l != nil {
+		// Local.Push, written out so that the stack's push is inlined here.
+		ptr := unsafe.Pointer(unsafe.SliceData(b))
+		s := l.Stack(shard.Enter())
+		ok := s.Push(ptr) || l.PushSpill(s, ptr)
+		shard.Exit()
+		if ok {
+			return
+		}
+		if s == nil {
+			p.putFull(b, true)
+			return
+		}
 	}
-	p.putFull(b)
+	p.putFull(b, false)
 }
 
-// putFull is Put's fast path when the calling P's stack and spill are full:
-// cap(b) is exactly a class size. It recomputes the class, so that Put keeps
-// less alive across its call to Push.
-func (p *Pool) putFull(b []byte) {
-	p.putSlow(&p.classes[bits.Len(uint(cap(b)))-1-p.minShift], b)
+// putFull is Put's fast path when the calling P's stack and spill are full,
+// or, if local, when Put could not reach them pinned (Local.Enter returned
+// nil): cap(b) is exactly a class size. It recomputes the class, so that Put
+// keeps less alive across its calls.
+func (p *Pool) putFull(b []byte, local bool) {
+	cl := &p.classes[bits.Len(uint(cap(b)))-1-p.minShift]
+	if local && cl.local.Push(unsafe.Pointer(unsafe.SliceData(b))) {
+		return
+	}
+	p.putSlow(cl, b)
 }
 
 // putOther is Put for everything but the fast path: too small or too large

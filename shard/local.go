@@ -24,6 +24,11 @@ const MaxDepth = 1 << 12
 // finds its stack empty takes from its own spill, then steals from the other
 // Ps' spills. What sits in a spill is within every P's reach.
 //
+// Pop and Push are also available as their steps, for a caller that wants
+// them inlined into its own fast path (bytepool does): Enter, Local.Stack,
+// Stack.Pop or Stack.Push, then PopSpill or PushSpill when the stack missed,
+// then Exit; and Pop or Push after Exit when Local.Stack returned nil.
+//
 // Local is safe for concurrent use. A Push synchronizes before the Pop that
 // returns its value (in the default build, through the stack, because both
 // run on the same P, which executes one goroutine at a time; through a spill,
@@ -35,12 +40,19 @@ const MaxDepth = 1 << 12
 //
 // A Local must not be copied after first use.
 type Local[T any] struct {
-	_     noCopy
-	cur   atomic.Pointer[localTable[T]]
-	mu    sync.Mutex // serialises resize and Retire; never taken while pinned
-	depth int
-	spill int // cells of each P's spill; 0 without a spill tier
-	drop  func(T)
+	_ noCopy
+	// procs and stacks describe the current table for Local.Stack and the
+	// steals: its procs stacks start at stacks. Readers load procs first;
+	// publish stores stacks first. Tables never shrink, so a reader that
+	// pairs a new stacks with an old procs stays inside the new table. (cur
+	// is the same table as an object, which Retire's cleanup hangs on.)
+	procs  uintptr        // atomic: the number of stacks
+	stacks unsafe.Pointer // atomic: *Stack[T], the first
+	cur    atomic.Pointer[localTable[T]]
+	mu     sync.Mutex // serialises resize and Retire; never taken while pinned
+	depth  int
+	spill  int // cells of each P's spill; 0 without a spill tier
+	drop   func(T)
 	// retiredHits and retiredSteals carry the counters of retired tables, so
 	// that Stats does not lose them (it may miss them while a Retire runs: the
 	// new table is published before the old one's counts are added here).
@@ -52,12 +64,13 @@ type Local[T any] struct {
 // price is that a table cannot be grown in place: when GOMAXPROCS grows, a
 // bigger table replaces it exactly as Retire does (sync.Pool does the same).
 type localTable[T any] struct {
-	shards []localShard[T]
-	spill  bool // the shards have spills: a Pop that misses its own P steals
+	shards []Stack[T]
 }
 
-// localShard is one P's stack. Only the goroutine running on that P (while
-// pinned), or the holder of g in the synchronised builds, touches n and slots.
+// Stack is one P's stack (and spill) in a Local. Only the goroutine running
+// on that P (while pinned), or the holder of g in the synchronised builds,
+// touches n and slots. Local.Stack hands it out; its methods are for the
+// section between Enter and Exit.
 //
 // The padding rounds the size up to a whole number of cacheline.Size, so
 // that two Ps' stacks never share a line and indexing the table is a shift,
@@ -65,23 +78,25 @@ type localTable[T any] struct {
 //
 // The spill starts on a line of its own: stealers read and write its head and
 // tail, and must not take the owner's stack line away from it.
-type localShard[T any] struct {
+type Stack[T any] struct {
 	g     guard
 	n     word // number of values in slots[:n]
 	hits  word // successful Pops from this P's stack or spill
+	id    int  // index in its table
 	slots []T
 	_     [cacheline.Size - unsafe.Sizeof(localStackHead{})%cacheline.Size]byte
 	sp    spill[T]
 	_     [cacheline.Size - unsafe.Sizeof(spillHead{})%cacheline.Size]byte
 }
 
-// localStackHead and spillHead have the layout of localShard's stack fields
+// localStackHead and spillHead have the layout of Stack's stack fields
 // and of a spill (the element type does not change a slice header's size);
-// they size localShard's padding.
+// they size Stack's padding.
 type localStackHead struct {
 	_ guard
 	_ word // n
 	_ word // hits
+	_ int  // id
 	_ []struct{}
 }
 
@@ -125,13 +140,24 @@ func NewLocalSpill[T any](depth, spill int, drop func(T)) *Local[T] {
 		spill = 1 << bits.Len(uint(spill-1))
 	}
 	l := &Local[T]{depth: depth, spill: spill, drop: drop}
-	l.cur.Store(l.newTable(runtime.GOMAXPROCS(0)))
+	l.publish(l.newTable(runtime.GOMAXPROCS(0)))
 	return l
 }
 
+// publish makes t the current table; stacks goes before procs (see Local).
+func (l *Local[T]) publish(t *localTable[T]) {
+	l.cur.Store(t)
+	atomic.StorePointer(&l.stacks, unsafe.Pointer(&t.shards[0]))
+	atomic.StoreUintptr(&l.procs, uintptr(len(t.shards)))
+}
+
 func (l *Local[T]) newTable(n int) *localTable[T] {
-	t := &localTable[T]{shards: make([]localShard[T], n), spill: l.spill > 0}
+	t := &localTable[T]{shards: make([]Stack[T], n)}
+	if unsafe.Sizeof(t.shards[0]) != stackSize {
+		panic("shard: Stack's size depends on its element type") // Local.Stack would misindex
+	}
 	for i := range t.shards {
+		t.shards[i].id = i
 		t.shards[i].slots = make([]T, l.depth)
 		t.shards[i].sp.init(l.spill)
 	}
@@ -149,35 +175,79 @@ func (l *Local[T]) Procs() int { return len(l.cur.Load().shards) }
 // Spill returns the capacity of one P's spill (0 without a spill tier).
 func (l *Local[T]) Spill() int { return l.spill }
 
+// Stack returns the stack of P pid, for a caller between Enter and Exit
+// with the id Enter returned, for Stack.Pop and Stack.Push, then PopSpill and
+// PushSpill. It returns nil where there is no stack to use that way: in the
+// synchronised builds (race, poolkit_nolinkname), where Enter returns -1,
+// and for a P beyond the table (GOMAXPROCS grew) until a Pop or Push has
+// grown it. After a miss on a nil stack, Pop and Push do the whole work.
+//
+// Enter, Stack, the Stack methods and Exit are small enough for the compiler
+// to inline, so that a caller's fast path makes no call of its own but the
+// runtime's pin and unpin; Pop and Push are the same steps behind one call.
+//
+// The stack belongs to the table that was current when Stack ran. Pinning
+// keeps that table alive until Exit: no garbage collection cycle can end
+// while a goroutine is pinned, so Retire's cleanup cannot run before Exit
+// (see Retire).
+func (l *Local[T]) Stack(pid int) *Stack[T] {
+	// procs first, then stacks (see Local).
+	if uint(pid) >= uint(atomic.LoadUintptr(&l.procs)) {
+		return nil
+	}
+	return (*Stack[T])(unsafe.Add(atomic.LoadPointer(&l.stacks), uintptr(pid)*stackSize))
+}
+
+// stackSize is the size of a Stack[T], the same for every T: the fields that
+// hold T are slice headers.
+const stackSize = unsafe.Sizeof(Stack[struct{}]{})
+
+// PushSpill is Push's second step, between Enter and Exit, after s.Push
+// returned false: it files v in s's spill. It returns false, keeping
+// nothing, if the spill is full, if the Local has no spill tier, or if s is
+// nil (then, after Exit, Push does the whole work).
+func (l *Local[T]) PushSpill(s *Stack[T], v T) bool {
+	return s != nil && l.spill > 0 && s.pushSpill(v)
+}
+
+// PopSpill is Pop's second step, between Enter and Exit, after s.Pop
+// returned false: it takes the newest value of s's spill, else steals the
+// oldest value of another P's spill. It returns false if all are empty, if
+// the Local has no spill tier, or if s is nil (then, after Exit, Pop does the
+// whole work).
+func (l *Local[T]) PopSpill(s *Stack[T]) (v T, ok bool) {
+	if s != nil {
+		v, ok = l.popSpill(s)
+	}
+	return v, ok
+}
+
 // Push puts v on the calling P's stack, or, if the stack is full, in that P's
 // spill. It returns false, keeping nothing, if both are full (the stack alone,
 // without a spill tier).
 func (l *Local[T]) Push(v T) bool {
-	// The fast path is written out by hand (no enter helper) so that the
-	// common case, a P id inside the table, is one compare and one bounds
-	// check the compiler can drop; a bigger GOMAXPROCS goes to pushSlow.
-	t := l.cur.Load()
-	pid := begin(len(t.shards))
-	if uint(pid) >= uint(len(t.shards)) {
-		return l.pushSlow(pid, v)
+	s := l.Stack(Enter())
+	if s == nil {
+		Exit()
+		return l.pushSlow(v)
 	}
-	ok := t.shards[pid].push(v)
-	if !ok && t.spill {
-		ok = t.shards[pid].pushSpill(v)
-	}
-	end()
-	runtime.KeepAlive(t) // the table stays reachable until the stack is left: see Retire
+	ok := s.Push(v) || l.PushSpill(s, v)
+	Exit()
 	return ok
 }
 
-func (l *Local[T]) pushSlow(pid int, v T) bool {
-	t, pid := l.enterSlow(pid)
-	ok := t.shards[pid].push(v)
-	if !ok && t.spill {
-		ok = t.shards[pid].pushSpill(v)
+// pushSlow is Push where Enter has no stack: in the synchronised builds and
+// for a P id beyond the table (GOMAXPROCS grew), which it grows.
+func (l *Local[T]) pushSlow(v T) bool {
+	t := l.cur.Load()
+	pid := begin(len(t.shards))
+	if uint(pid) >= uint(len(t.shards)) {
+		t, pid = l.enterSlow(pid)
 	}
+	s := &t.shards[pid]
+	ok := s.Push(v) || (l.spill > 0 && s.pushSpill(v))
 	end()
-	runtime.KeepAlive(t)
+	runtime.KeepAlive(t) // the table stays reachable until the stack is left: see Retire
 	return ok
 }
 
@@ -185,37 +255,37 @@ func (l *Local[T]) pushSlow(pid int, v T) bool {
 // stack is empty, the newest value of that P's spill, then the oldest value of
 // another P's spill. It returns false if all of those are empty. Pop zeroes
 // the slot it empties.
-func (l *Local[T]) Pop() (T, bool) {
-	t := l.cur.Load()
-	pid := begin(len(t.shards))
-	if uint(pid) >= uint(len(t.shards)) || randomIDs {
-		return l.popSlow(t, pid)
+func (l *Local[T]) Pop() (v T, ok bool) {
+	s := l.Stack(Enter())
+	if s == nil {
+		Exit()
+		return l.popSlow()
 	}
-	v, ok := t.shards[pid].pop()
-	if !ok && t.spill {
-		v, ok = t.popSpill(pid)
+	if v, ok = s.Pop(); !ok {
+		v, ok = l.PopSpill(s)
 	}
-	end()
-	runtime.KeepAlive(t)
+	Exit()
 	return v, ok
 }
 
-// popSlow is Pop for a P id beyond the table (GOMAXPROCS grew), and for the
-// builds without P ids, where a goroutine has no stack of its own and looks at
-// the others when its draw is empty. It is entered with the operation begun on
-// table t.
-func (l *Local[T]) popSlow(t *localTable[T], pid int) (T, bool) {
+// popSlow is Pop where Enter has no stack: for a P id beyond the table
+// (GOMAXPROCS grew), which it grows, and in the synchronised builds; in the
+// build without P ids, where a goroutine has no stack of its own, it looks
+// at the others when its draw is empty.
+func (l *Local[T]) popSlow() (T, bool) {
+	t := l.cur.Load()
+	pid := begin(len(t.shards))
 	if uint(pid) >= uint(len(t.shards)) {
 		t, pid = l.enterSlow(pid)
 	}
-	v, ok := t.shards[pid].pop()
+	v, ok := t.shards[pid].Pop()
 	if !ok && randomIDs {
 		for i := 1; i < len(t.shards) && !ok; i++ {
-			v, ok = t.shards[(pid+i)%len(t.shards)].pop()
+			v, ok = t.shards[(pid+i)%len(t.shards)].Pop()
 		}
 	}
-	if !ok && t.spill {
-		v, ok = t.popSpill(pid)
+	if !ok {
+		v, ok = l.popSpill(&t.shards[pid])
 	}
 	end()
 	runtime.KeepAlive(t)
@@ -236,11 +306,14 @@ func (l *Local[T]) enterSlow(pid int) (*localTable[T], int) {
 	}
 }
 
-// push and pop are the stack alone: kept small so that the compiler inlines
-// them into Push and Pop. The spill is reached through pushSpill and
-// popSpill, which are not inlined, only when the stack is full or empty.
-func (s *localShard[T]) push(v T) (ok bool) {
-	if s.g.lock() {
+// Push puts v on s, between Enter and Exit. It returns false, keeping
+// nothing, if s is full or nil; the caller goes on to PushSpill.
+//
+// Push and Pop are the stack alone, kept small so that the compiler inlines
+// them into their callers; the spill is reached through PushSpill and
+// PopSpill, which are not inlined, only when the stack is full or empty.
+func (s *Stack[T]) Push(v T) (ok bool) {
+	if s != nil && s.g.lock() {
 		if n := s.n.load(); uint(n) < uint(len(s.slots)) {
 			s.slots[n] = v
 			s.n.store(n + 1)
@@ -251,8 +324,11 @@ func (s *localShard[T]) push(v T) (ok bool) {
 	return ok
 }
 
-func (s *localShard[T]) pop() (v T, ok bool) {
-	if s.g.lock() {
+// Pop takes the value most recently pushed on s, between Enter and Exit, and
+// zeroes its slot. It returns false if s is empty or nil; the caller goes on
+// to PopSpill.
+func (s *Stack[T]) Pop() (v T, ok bool) {
+	if s != nil && s.g.lock() {
 		// One unsigned compare covers n > 0 and n <= len(slots).
 		if n := s.n.load() - 1; uint(n) < uint(len(s.slots)) {
 			v, ok = s.slots[n], true
@@ -269,7 +345,7 @@ func (s *localShard[T]) pop() (v T, ok bool) {
 // pushSpill files v in the stack's spill, as its owner.
 //
 //go:noinline
-func (s *localShard[T]) pushSpill(v T) (ok bool) {
+func (s *Stack[T]) pushSpill(v T) (ok bool) {
 	if s.g.lock() {
 		ok = s.sp.push(v)
 		s.g.unlock()
@@ -277,14 +353,20 @@ func (s *localShard[T]) pushSpill(v T) (ok bool) {
 	return ok
 }
 
-// popSpill takes, for the caller on stack pid of table t (pinned, in the
-// default build), the newest value of pid's spill, else the oldest value of
-// another P's spill, visiting each once, starting after pid. Steals are
-// counted on pid's stack.
+// popSpill takes, for the owner of s (pinned, in the default build), the
+// newest value of s's spill, else the oldest value of another P's spill,
+// visiting each once, starting after s's index. Steals are counted on s.
+//
+// The steals visit the current table, which may be newer than s's own if a
+// Retire ran since s was reached: that is as good a place to find values
+// (and a retired table's spills are left to its cleanup).
 //
 //go:noinline
-func (t *localTable[T]) popSpill(pid int) (v T, ok bool) {
-	if s := &t.shards[pid]; s.g.lock() {
+func (l *Local[T]) popSpill(s *Stack[T]) (v T, ok bool) {
+	if l.spill == 0 {
+		return v, false
+	}
+	if s.g.lock() {
 		if v, ok = s.sp.pop(); ok {
 			s.hits.add(1)
 		}
@@ -293,10 +375,12 @@ func (t *localTable[T]) popSpill(pid int) (v T, ok bool) {
 			return v, true
 		}
 	}
-	n := len(t.shards)
+	// procs first, as Stack reads them.
+	n := int(atomic.LoadUintptr(&l.procs))
+	shards := unsafe.Slice((*Stack[T])(atomic.LoadPointer(&l.stacks)), n)
 	for k := 1; k < n; k++ {
-		if v, ok = t.shards[(pid+k)%n].sp.steal(); ok {
-			t.shards[pid].sp.steals.add(1)
+		if v, ok = shards[(s.id+k)%n].sp.steal(); ok {
+			s.sp.steals.add(1)
 			return v, true
 		}
 	}
@@ -335,12 +419,17 @@ func (l *Local[T]) Stats() Stats {
 // the old ones are handed to the drop function (if any) from a runtime
 // cleanup that runs after the old table becomes unreachable.
 //
-// Why that cleanup cannot race an owner: every operation loads the table once,
-// uses only that table, and keeps it reachable until the operation has ended
-// (runtime.KeepAlive after end). A cleanup runs only once its table is
-// unreachable, so only after every operation that loaded the old table has
-// ended; a value such a straggler pushed after Retire is found by the cleanup.
-// In the synchronised builds the cleanup takes each stack's guard as well.
+// Why that cleanup cannot race an owner: the cleanup runs only once a garbage
+// collection cycle has found the old table unreachable, and every operation
+// that reached the old table keeps that from happening until it has ended.
+// In the default build it does so by being pinned: it pins before it reads
+// the table (Enter, then Local.Stack), and no cycle can end while a goroutine
+// is pinned, because a cycle's stop-the-world phases wait for it (sync.Pool's
+// cleanup at the start of a cycle relies on the same). The slow paths, and
+// every operation in the synchronised builds, hold the table itself until
+// they have ended (runtime.KeepAlive after end), and there the cleanup takes
+// each stack's guard as well. So a value such a straggler pushed after Retire
+// is found by the cleanup.
 func (l *Local[T]) Retire() { l.replace(0) }
 
 // replace publishes a table of fresh stacks, at least n of them and no fewer
@@ -352,7 +441,7 @@ func (l *Local[T]) replace(n int) {
 		l.mu.Unlock() // another goroutine grew it first
 		return
 	}
-	l.cur.Store(l.newTable(max(n, len(old.shards), runtime.GOMAXPROCS(0))))
+	l.publish(l.newTable(max(n, len(old.shards), runtime.GOMAXPROCS(0))))
 	l.mu.Unlock()
 
 	var hits, steals uint64
@@ -368,7 +457,7 @@ func (l *Local[T]) replace(n int) {
 }
 
 type retired[T any] struct {
-	shards []localShard[T]
+	shards []Stack[T]
 	drop   func(T)
 }
 
