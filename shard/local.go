@@ -342,14 +342,34 @@ func (s *Stack[T]) Pop() (v T, ok bool) {
 	return v, ok
 }
 
-// pushSpill files v in the stack's spill, as its owner.
+// pushSpill is Push on a full stack, as its owner: it moves the stack's
+// values to the spill, oldest first, as far as the spill has room, and puts
+// v on the stack; if the spill had no room, it files v in the spill itself
+// (and fails if that is full too). So every value in the spill is older than
+// every value on the stack, and Pop, which takes the stack's newest and then
+// the spill's newest, returns values newest first across both tiers: a burst
+// of Gets reuses first the buffers a burst of Puts returned last, the ones
+// most likely still in cache.
 //
 //go:noinline
 func (s *Stack[T]) pushSpill(v T) (ok bool) {
-	if s.g.lock() {
-		ok = s.sp.push(v)
-		s.g.unlock()
+	if !s.g.lock() {
+		return false
 	}
+	n := s.n.load()
+	if k := s.sp.pushN(s.slots[:n]); k > 0 {
+		copy(s.slots, s.slots[k:n])
+		clear(s.slots[n-k : n]) // retain nothing (DESIGN invariant 8)
+		n -= k
+	}
+	if n < len(s.slots) {
+		s.slots[n] = v
+		s.n.store(n + 1)
+		ok = true
+	} else {
+		ok = s.sp.push(v)
+	}
+	s.g.unlock()
 	return ok
 }
 
@@ -367,11 +387,15 @@ func (l *Local[T]) popSpill(s *Stack[T]) (v T, ok bool) {
 		return v, false
 	}
 	if s.g.lock() {
-		if v, ok = s.sp.pop(); ok {
-			s.hits.add(1)
+		// The stack is empty (in the synchronised builds, unless another
+		// goroutine filled it since the caller's Pop): refill it with the
+		// spill's newest values, in one claim, and pop it. The order stays
+		// the spill's, so Pop stays newest first (see pushSpill).
+		if s.n.load() == 0 {
+			s.n.store(s.sp.popN(s.slots))
 		}
 		s.g.unlock()
-		if ok {
+		if v, ok = s.Pop(); ok {
 			return v, true
 		}
 	}

@@ -57,38 +57,52 @@ func pack(head, tail uint32) uint64 { return uint64(head)<<32 | uint64(tail) }
 // push files v at the head. Owner only. It reports false, keeping nothing,
 // when the spill is full (or has no cells).
 func (sp *spill[T]) push(v T) bool {
+	return sp.pushN([]T{v}) == 1
+}
+
+// pushN files vs at the head, vs[0] first, as far as there is room, and
+// returns how many it filed: vs[:n]. Owner only. One atomic add publishes
+// them all.
+func (sp *spill[T]) pushN(vs []T) (n int) {
 	if len(sp.cells) == 0 {
-		return false
+		return 0
 	}
 	mask := uint32(len(sp.cells) - 1)
 	head, tail := unpack(sp.headTail.Load())
-	if head-tail > mask {
-		return false
+	for ; n < len(vs); n++ {
+		pos := head + uint32(n)
+		if pos-tail > mask {
+			break // full
+		}
+		c := &sp.cells[pos&mask]
+		if c.free.Load() != pos {
+			break // a stealer claimed this cell a lap ago and is still emptying it
+		}
+		c.v = vs[n]
 	}
-	c := &sp.cells[head&mask]
-	if c.free.Load() != head {
-		return false // a stealer claimed this cell a lap ago and is still emptying it
+	if n > 0 {
+		// Publishes vs[:n]; adding to the high half leaves tail unchanged,
+		// and a head that wraps carries out of the word.
+		sp.headTail.Add(uint64(n) << 32)
 	}
-	c.v = v
-	// Publishes v; adding to the high half leaves tail unchanged, and a head
-	// that wraps carries out of the word.
-	sp.headTail.Add(1 << 32)
-	return true
+	return n
 }
 
-// pop takes the newest value. Owner only.
-func (sp *spill[T]) pop() (v T, ok bool) {
-	pos, ok := sp.claim(true)
-	if !ok {
-		return v, false
+// popN takes the newest values, as many as dst holds or the spill has, into
+// dst oldest first, and returns how many: dst[:n], dst[n-1] the newest.
+// Owner only. One compare-and-swap claims them all.
+func (sp *spill[T]) popN(dst []T) int {
+	pos, n := sp.claim(true, uint32(len(dst)))
+	for i := range n {
+		dst[i] = sp.take(pos + i)
 	}
-	return sp.take(pos), true
+	return int(n)
 }
 
 // steal takes the oldest value. Any goroutine.
 func (sp *spill[T]) steal() (v T, ok bool) {
-	pos, ok := sp.claim(false)
-	if !ok {
+	pos, n := sp.claim(false, 1)
+	if n == 0 {
 		return v, false
 	}
 	v = sp.take(pos)
@@ -97,28 +111,31 @@ func (sp *spill[T]) steal() (v T, ok bool) {
 	return v, true
 }
 
-// claim takes one position with a compare-and-swap: the newest (moving head
-// down) for the owner, else the oldest (moving tail up). It reports false if
-// the spill is empty. Lock-free: a lost compare-and-swap means another taker
-// made progress (the owner's fails only if a stealer moved tail), and it
-// looks again.
-func (sp *spill[T]) claim(owner bool) (pos uint32, ok bool) {
-	if len(sp.cells) == 0 {
-		return 0, false
+// claim takes positions with one compare-and-swap: for the owner, the newest
+// up to limit of them (moving head down); else the oldest one (moving tail
+// up). It returns them as [pos, pos+n), n = 0 if the spill is empty (or
+// limit is 0). Lock-free: a lost compare-and-swap means another taker made
+// progress (the owner's fails only if a stealer moved tail), and it looks
+// again.
+func (sp *spill[T]) claim(owner bool, limit uint32) (pos, n uint32) {
+	if len(sp.cells) == 0 || limit == 0 {
+		return 0, 0
 	}
 	for {
 		ht := sp.headTail.Load()
 		head, tail := unpack(ht)
 		if head == tail {
-			return 0, false
+			return 0, 0
 		}
+		pos, n = tail, 1
 		next := pack(head, tail+1)
-		if pos = tail; owner {
-			pos = head - 1
+		if owner {
+			n = min(limit, head-tail)
+			pos = head - n
 			next = pack(pos, tail)
 		}
 		if sp.headTail.CompareAndSwap(ht, next) {
-			return pos, true
+			return pos, n
 		}
 	}
 }

@@ -10,6 +10,9 @@ import (
 	"github.com/poolkit/poolkit/shard"
 )
 
+// TestSpillTakesWhatTheStackCannot: a Push on a full stack moves the stack's
+// values to the spill and starts the stack again, so Pop returns values
+// newest first across both tiers.
 func TestSpillTakesWhatTheStackCannot(t *testing.T) {
 	onOneP(t, func() {
 		l := shard.NewLocalSpill[int](2, 4, nil)
@@ -18,9 +21,21 @@ func TestSpillTakesWhatTheStackCannot(t *testing.T) {
 		}
 		require.False(t, l.Push(99), "stack and spill full: refused")
 		require.Equal(t, 6, l.Len())
-		// The stack first (LIFO), then the spill, newest first.
-		requirePopsThenEmpty(t, l, 1, 0, 5, 4, 3, 2)
+		requirePopsThenEmpty(t, l, 5, 4, 3, 2, 1, 0)
 		require.Equal(t, shard.Stats{Hits: 6}, l.Stats(), "spill pops on the own P are hits, not steals")
+	})
+}
+
+// TestSpillTakesTheOldestItHasRoomFor: when the spill has room for part of
+// the stack only, the oldest values move, and the order still holds.
+func TestSpillTakesTheOldestItHasRoomFor(t *testing.T) {
+	onOneP(t, func() {
+		l := shard.NewLocalSpill[int](4, 2, nil)
+		for i := range 6 {
+			require.True(t, l.Push(i), "push %d", i)
+		}
+		require.False(t, l.Push(99), "stack and spill full: refused")
+		requirePopsThenEmpty(t, l, 5, 4, 3, 2, 1, 0)
 	})
 }
 
