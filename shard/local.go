@@ -20,9 +20,9 @@ const MaxDepth = 1 << 12
 // Pop misses.
 //
 // A Local made by NewLocalSpill has a second tier per P, the spill, behind
-// each stack: Push files there what the stack cannot hold, and a Pop that
-// finds its stack empty takes from its own spill, then steals from the other
-// Ps' spills. What sits in a spill is within every P's reach.
+// each stack: a Push on a full stack moves the stack there, and a Pop that
+// finds its stack empty refills it from its own spill, then steals from the
+// other Ps' spills. What sits in a spill is within every P's reach.
 //
 // Pop and Push are also available as their steps, for a caller that wants
 // them inlined into its own fast path (bytepool does): Enter, Local.Stack,
@@ -116,17 +116,20 @@ func NewLocal[T any](depth int, drop func(T)) *Local[T] {
 
 // NewLocalSpill is NewLocal with a second tier per P, the spill, of spill
 // cells (rounded up to a power of two; 0 for none). A Push that finds its P's
-// stack full files the value in that P's spill; a Pop that finds the stack
-// empty takes the spill's newest value, and if the spill is empty too, the
-// oldest value of another P's spill. So, unlike the stacks, what sits in a
+// stack full moves the stack's values to that P's spill, oldest first, and
+// starts the stack again with its own; a Pop that finds the stack empty
+// refills it with the spill's newest values, and if the spill is empty too,
+// takes the oldest value of another P's spill. So Pop returns a P's values
+// newest first across both tiers, and, unlike the stacks, what sits in a
 // spill is within reach of every P.
 //
-// Cost: a spill Push is one atomic add, a spill Pop one compare-and-swap, a
-// steal one compare-and-swap and one atomic store, on the spill's head/tail
-// line (a line of its own, apart from the stack's) and the cell; all inside
-// the same pinned section as the stack. A Pop that misses its own P reads
-// each other P's head/tail line once. The stack in front keeps its cost: a
-// Push or Pop that the stack serves never touches a spill.
+// Cost: a Push on a full stack is one atomic add for the whole move, a Pop
+// on an empty stack one compare-and-swap for the whole refill, a steal one
+// compare-and-swap and one atomic store, on the spill's head/tail line (a
+// line of its own, apart from the stack's) and the cells; all inside the
+// same pinned section as the stack. A Pop that misses its own P reads each
+// other P's head/tail line once. The stack in front keeps its cost: a Push
+// or Pop that the stack serves never touches a spill.
 // NewLocalSpill panics if depth is outside [1, MaxDepth] or spill outside
 // [0, MaxDepth].
 func NewLocalSpill[T any](depth, spill int, drop func(T)) *Local[T] {

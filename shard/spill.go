@@ -7,8 +7,9 @@ import "sync/atomic"
 // in front of it) and that other Ps steal from at the tail (oldest first).
 // It is the single-producer shape of sync.Pool's per-P dequeue: because only
 // the owner pushes, a push publishes with one atomic add and a pop claims with
-// one compare-and-swap; a steal claims with a compare-and-swap and frees the
-// cell with an atomic store.
+// one compare-and-swap, each for a batch of values (the owner moves whole
+// stacks in and out); a steal claims one value with a compare-and-swap and
+// frees the cell with an atomic store.
 //
 // Positions are uint32 counters that wrap: head is the next position the
 // owner pushes, tail the oldest position not yet stolen, both packed in one
