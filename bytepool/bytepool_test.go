@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/poolkit/poolkit/bytepool"
+	"github.com/poolkit/poolkit/internal/ptest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -531,25 +532,15 @@ func TestMaxRetainedFollowsGOMAXPROCS(t *testing.T) {
 		t.Fatalf("MaxRetained %d, want %d", got, want)
 	}
 	runtime.GOMAXPROCS(4)
-	var wg sync.WaitGroup
-	var started atomic.Int32
-	for range 4 {
-		wg.Go(func() {
-			// Spin until all four run: then each holds a P of its own, so
-			// the pool sees P ids 0 to 3.
-			started.Add(1)
-			for started.Load() < 4 {
-			}
-			var bs [][]byte
-			for range 8 {
-				bs = append(bs, p.Get(1024))
-			}
-			for _, b := range bs {
-				p.Put(b)
-			}
-		})
-	}
-	wg.Wait()
+	ptest.OnEachP(4, func() { // the pool sees P ids 0 to 3
+		var bs [][]byte
+		for range 8 {
+			bs = append(bs, p.Get(1024))
+		}
+		for _, b := range bs {
+			p.Put(b)
+		}
+	})
 	s := p.Stats()
 	if want := int64((2+4)*4+1) * 1024; s.MaxRetained != want {
 		t.Fatalf("after GOMAXPROCS 4: MaxRetained %d, want %d", s.MaxRetained, want)

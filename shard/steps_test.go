@@ -2,13 +2,12 @@ package shard_test
 
 import (
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/poolkit/poolkit/internal/ptest"
 	"github.com/poolkit/poolkit/shard"
 )
 
@@ -104,20 +103,10 @@ func TestStepsGrowTheTable(t *testing.T) {
 	l := shard.NewLocal[int](4, nil)
 	require.Equal(t, 1, l.Procs())
 	runtime.GOMAXPROCS(4)
-	var started atomic.Int32
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			// Spin until all four run: then each holds a P of its own,
-			// so the steps see P ids 0 to 3.
-			started.Add(1)
-			for started.Load() < 4 {
-			}
-			assert.True(t, pushSteps(l, 1))
-			_, ok := popSteps(l)
-			assert.True(t, ok)
-		})
-	}
-	wg.Wait()
+	ptest.OnEachP(4, func() { // P ids 0 to 3
+		assert.True(t, pushSteps(l, 1))
+		_, ok := popSteps(l)
+		assert.True(t, ok)
+	})
 	require.Equal(t, 4, l.Procs(), "the Ps beyond the table grew it")
 }

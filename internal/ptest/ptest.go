@@ -1,0 +1,25 @@
+// Package ptest holds helpers for tests that need goroutines on distinct Ps.
+package ptest
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// OnEachP runs f on n goroutines at once and returns when all have returned.
+// Each goroutine spins until all n run before it calls f, so at that moment
+// each holds a P of its own: with n == GOMAXPROCS, f sees every P id. n must
+// not exceed GOMAXPROCS, or the spinning never ends.
+func OnEachP(n int, f func()) {
+	var started atomic.Int32
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			started.Add(1)
+			for started.Load() < int32(n) {
+			}
+			f()
+		})
+	}
+	wg.Wait()
+}
