@@ -264,7 +264,7 @@ func (p *Pool) getOther(n int) []byte {
 
 // getSlow is Get, for 1 <= n <= maxSize, when the per-P tiers had nothing:
 // the calling P's stack and spill and every other P's spill. If local, Get
-// could not reach them pinned (Local.Enter returned nil) and getSlow tries
+// could not reach them pinned (Local.Stack returned nil) and getSlow tries
 // them first.
 func (p *Pool) getSlow(n int, local bool) []byte {
 	cl := &p.classes[p.classIndex(n)]
@@ -333,7 +333,7 @@ func (p *Pool) Put(b []byte) {
 }
 
 // putFull is Put's fast path when the calling P's stack and spill are full,
-// or, if local, when Put could not reach them pinned (Local.Enter returned
+// or, if local, when Put could not reach them pinned (Local.Stack returned
 // nil): cap(b) is exactly a class size. It recomputes the class, so that Put
 // keeps less alive across its calls.
 func (p *Pool) putFull(b []byte, local bool) {

@@ -20,9 +20,9 @@ const MaxDepth = 1 << 12
 // Pop misses.
 //
 // A Local made by NewLocalSpill has a second tier per P, the spill, behind
-// each stack: a Push on a full stack moves the stack there, and a Pop that
-// finds its stack empty refills it from its own spill, then steals from the
-// other Ps' spills. What sits in a spill is within every P's reach.
+// each stack: a Push on a full stack moves the stack's oldest half there,
+// and a Pop that finds its stack empty refills it from its own spill, then
+// steals from the other Ps' spills. What sits in a spill is within every P's reach.
 //
 // Pop and Push are also available as their steps, for a caller that wants
 // them inlined into its own fast path (bytepool does): Enter, Local.Stack,
@@ -116,15 +116,17 @@ func NewLocal[T any](depth int, drop func(T)) *Local[T] {
 
 // NewLocalSpill is NewLocal with a second tier per P, the spill, of spill
 // cells (rounded up to a power of two; 0 for none). A Push that finds its P's
-// stack full moves the stack's values to that P's spill, oldest first, and
-// starts the stack again with its own; a Pop that finds the stack empty
-// refills it with the spill's newest values, and if the spill is empty too,
-// takes the oldest value of another P's spill. So Pop returns a P's values
+// stack full moves the oldest half of the stack to that P's spill, oldest
+// first, and puts its value on the stack; a Pop that finds the stack empty
+// refills it with up to half a stack of the spill's newest values, and if
+// the spill is empty too, takes the oldest value of another P's spill. So Pop returns a P's values
 // newest first across both tiers, and, unlike the stacks, what sits in a
 // spill is within reach of every P.
 //
 // Cost: a Push on a full stack is one atomic add for the whole move, a Pop
-// on an empty stack one compare-and-swap for the whole refill, a steal one
+// on an empty stack one compare-and-swap for the whole refill (so at most
+// one of each per half a stack of operations, however a caller goes back
+// and forth), a steal one
 // compare-and-swap and one atomic store, on the spill's head/tail line (a
 // line of its own, apart from the stack's) and the cells; all inside the
 // same pinned section as the stack. A Pop that misses its own P reads each
@@ -189,10 +191,11 @@ func (l *Local[T]) Spill() int { return l.spill }
 // to inline, so that a caller's fast path makes no call of its own but the
 // runtime's pin and unpin; Pop and Push are the same steps behind one call.
 //
-// The stack belongs to the table that was current when Stack ran. Pinning
-// keeps that table alive until Exit: no garbage collection cycle can end
-// while a goroutine is pinned, so Retire's cleanup cannot run before Exit
-// (see Retire).
+// The stack belongs to the table that was current when Stack ran, and
+// pinning keeps Retire's cleanup of that table from running before Exit (see
+// Retire). Misuse is not caught: a stack used unpinned, on another P, or
+// after Exit, is touched by two goroutines at once, and values on it may be
+// dropped while in use.
 func (l *Local[T]) Stack(pid int) *Stack[T] {
 	// procs first, then stacks (see Local).
 	if uint(pid) >= uint(atomic.LoadUintptr(&l.procs)) {
@@ -206,18 +209,19 @@ func (l *Local[T]) Stack(pid int) *Stack[T] {
 const stackSize = unsafe.Sizeof(Stack[struct{}]{})
 
 // PushSpill is Push's second step, between Enter and Exit, after s.Push
-// returned false: it files v in s's spill. It returns false, keeping
-// nothing, if the spill is full, if the Local has no spill tier, or if s is
-// nil (then, after Exit, Push does the whole work).
+// returned false: it moves the oldest half of the full stack to s's spill
+// and puts v on the stack (see NewLocalSpill). It returns false, keeping
+// nothing, if the spill has no room, if the Local has no spill tier, or if
+// s is nil (then, after Exit, Push does the whole work).
 func (l *Local[T]) PushSpill(s *Stack[T], v T) bool {
 	return s != nil && l.spill > 0 && s.pushSpill(v)
 }
 
 // PopSpill is Pop's second step, between Enter and Exit, after s.Pop
-// returned false: it takes the newest value of s's spill, else steals the
-// oldest value of another P's spill. It returns false if all are empty, if
-// the Local has no spill tier, or if s is nil (then, after Exit, Pop does the
-// whole work).
+// returned false: it refills the empty stack from the newest values of s's
+// spill and pops it, else steals the oldest value of another P's spill (see
+// NewLocalSpill). It returns false if all are empty, if the Local has no
+// spill tier, or if s is nil (then, after Exit, Pop does the whole work).
 func (l *Local[T]) PopSpill(s *Stack[T]) (v T, ok bool) {
 	if s != nil {
 		v, ok = l.popSpill(s)
@@ -225,9 +229,9 @@ func (l *Local[T]) PopSpill(s *Stack[T]) (v T, ok bool) {
 	return v, ok
 }
 
-// Push puts v on the calling P's stack, or, if the stack is full, in that P's
-// spill. It returns false, keeping nothing, if both are full (the stack alone,
-// without a spill tier).
+// Push puts v on the calling P's stack; if the stack is full, it first moves
+// the stack's oldest half to that P's spill. It returns false, keeping
+// nothing, if both are full (the stack alone, without a spill tier).
 func (l *Local[T]) Push(v T) bool {
 	s := l.Stack(Enter())
 	if s == nil {
@@ -314,7 +318,8 @@ func (l *Local[T]) enterSlow(pid int) (*localTable[T], int) {
 //
 // Push and Pop are the stack alone, kept small so that the compiler inlines
 // them into their callers; the spill is reached through PushSpill and
-// PopSpill, which are not inlined, only when the stack is full or empty.
+// PopSpill, and their work in pushSpill and popSpill, which are not inlined,
+// only when the stack is full or empty.
 func (s *Stack[T]) Push(v T) (ok bool) {
 	if s != nil && s.g.lock() {
 		if n := s.n.load(); uint(n) < uint(len(s.slots)) {
@@ -345,14 +350,18 @@ func (s *Stack[T]) Pop() (v T, ok bool) {
 	return v, ok
 }
 
-// pushSpill is Push on a full stack, as its owner: it moves the stack's
-// values to the spill, oldest first, as far as the spill has room, and puts
-// v on the stack; if the spill had no room, it files v in the spill itself
-// (and fails if that is full too). So every value in the spill is older than
-// every value on the stack, and Pop, which takes the stack's newest and then
-// the spill's newest, returns values newest first across both tiers: a burst
-// of Gets reuses first the buffers a burst of Puts returned last, the ones
-// most likely still in cache.
+// pushSpill is Push on a full stack, as its owner: it moves the oldest half
+// of the stack (batch values, as many as the spill has room for) to the
+// spill, oldest first, and puts v on the stack. It fails, keeping nothing,
+// if the spill had no room. So every value in the spill is older than every
+// value on the stack, and Pop, which takes the stack's newest and then
+// refills the stack from the spill's newest, returns values newest first
+// across both tiers: a burst of Gets reuses first the buffers a burst of
+// Puts returned last, the ones most likely still in cache.
+//
+// Moving half the stack, not all of it, leaves room both ways: a caller that
+// goes back and forth around a full (or empty) stack moves a batch only
+// every batch operations, never on each one.
 //
 //go:noinline
 func (s *Stack[T]) pushSpill(v T) (ok bool) {
@@ -360,29 +369,38 @@ func (s *Stack[T]) pushSpill(v T) (ok bool) {
 		return false
 	}
 	n := s.n.load()
-	if k := s.sp.pushN(s.slots[:n]); k > 0 {
-		copy(s.slots, s.slots[k:n])
-		clear(s.slots[n-k : n]) // retain nothing (DESIGN invariant 8)
-		n -= k
+	if n == len(s.slots) {
+		if k := s.sp.pushN(s.slots[:s.batch()]); k > 0 {
+			copy(s.slots, s.slots[k:n])
+			clear(s.slots[n-k : n]) // retain nothing (DESIGN invariant 8)
+			n -= k
+		}
 	}
 	if n < len(s.slots) {
 		s.slots[n] = v
 		s.n.store(n + 1)
 		ok = true
-	} else {
-		ok = s.sp.push(v)
 	}
 	s.g.unlock()
 	return ok
 }
 
-// popSpill takes, for the owner of s (pinned, in the default build), the
-// newest value of s's spill, else the oldest value of another P's spill,
-// visiting each once, starting after s's index. Steals are counted on s.
+// batch is how many values pushSpill moves to the spill and popSpill takes
+// back: half the stack's depth, rounded up.
+func (s *Stack[T]) batch() int { return (len(s.slots) + 1) / 2 }
+
+// popSpill is Pop on an empty stack, for its owner (pinned, in the default
+// build): it refills the stack with the spill's newest values, up to batch
+// of them, in one claim, and pops the newest; if the spill is empty too, it
+// takes the oldest value of another P's spill, visiting each once, starting
+// after s's index. Steals are counted on s.
 //
-// The steals visit the current table, which may be newer than s's own if a
-// Retire ran since s was reached: that is as good a place to find values
-// (and a retired table's spills are left to its cleanup).
+// The steals visit the current table, read from procs and stacks, which may
+// be newer than s's own if a Retire ran since s was reached: that is as good
+// a place to find values. A steal from a retired table is safe too (its
+// cleanup takes values with the same compare-and-swap), but popSpill holds
+// no table, so in the synchronised builds, where nothing is pinned, it may
+// take a value from a retired table's spill before its cleanup does.
 //
 //go:noinline
 func (l *Local[T]) popSpill(s *Stack[T]) (v T, ok bool) {
@@ -391,11 +409,10 @@ func (l *Local[T]) popSpill(s *Stack[T]) (v T, ok bool) {
 	}
 	if s.g.lock() {
 		// The stack is empty (in the synchronised builds, unless another
-		// goroutine filled it since the caller's Pop): refill it with the
-		// spill's newest values, in one claim, and pop it. The order stays
-		// the spill's, so Pop stays newest first (see pushSpill).
+		// goroutine filled it since the caller's Pop). The refill keeps the
+		// spill's order, so Pop stays newest first (see pushSpill).
 		if s.n.load() == 0 {
-			s.n.store(s.sp.popN(s.slots))
+			s.n.store(s.sp.popN(s.slots[:s.batch()]))
 		}
 		s.g.unlock()
 		if v, ok = s.Pop(); ok {
@@ -449,14 +466,23 @@ func (l *Local[T]) Stats() Stats {
 // Why that cleanup cannot race an owner: the cleanup runs only once a garbage
 // collection cycle has found the old table unreachable, and every operation
 // that reached the old table keeps that from happening until it has ended.
-// In the default build it does so by being pinned: it pins before it reads
-// the table (Enter, then Local.Stack), and no cycle can end while a goroutine
-// is pinned, because a cycle's stop-the-world phases wait for it (sync.Pool's
-// cleanup at the start of a cycle relies on the same). The slow paths, and
-// every operation in the synchronised builds, hold the table itself until
-// they have ended (runtime.KeepAlive after end), and there the cleanup takes
-// each stack's guard as well. So a value such a straggler pushed after Retire
-// is found by the cleanup.
+//
+// In the default build the operation pins before it reads the table (Enter,
+// then Local.Stack) and unpins at its end (Exit). Two properties of the Go
+// runtime make that enough, the same that sync.Pool's cleanup at the start of
+// each cycle relies on, though neither is a documented guarantee: a cycle
+// already marking when Retire replaces the table marks the old one anyway
+// (the write barrier shades the pointer it overwrites), and a cycle that
+// starts later must first stop the world, which waits for every pinned
+// goroutine to unpin. So the old table is found unreachable only by a cycle
+// that started after every such operation had ended.
+//
+// The slow paths (pushSlow, popSlow), which every operation takes in the
+// synchronised builds, hold the table itself until they have ended
+// (runtime.KeepAlive after end), and there the cleanup takes each stack's
+// guard as well. (A steal in popSpill reads the current table without holding
+// it; taking a value from a retired spill is safe, see popSpill.) So a value
+// a straggler pushed after Retire is found by the cleanup.
 func (l *Local[T]) Retire() { l.replace(0) }
 
 // replace publishes a table of fresh stacks, at least n of them and no fewer

@@ -124,6 +124,16 @@ func TestZeroAllocations(t *testing.T) {
 		l.Push(buf)
 		l.Pop()
 	}))
+	// Through the spill: a full stack moves, an empty one refills.
+	ls := shard.NewLocalSpill[[]byte](2, 8, nil)
+	require.Zero(t, testing.AllocsPerRun(1000, func() {
+		for range 6 {
+			ls.Push(buf)
+		}
+		for range 6 {
+			ls.Pop()
+		}
+	}))
 	s := shard.NewStealable[int](8)
 	x := new(int)
 	require.Zero(t, testing.AllocsPerRun(1000, func() {

@@ -1,7 +1,9 @@
 package shard_test
 
 import (
+	"math"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,8 +13,8 @@ import (
 )
 
 // TestSpillTakesWhatTheStackCannot: a Push on a full stack moves the stack's
-// values to the spill and starts the stack again, so Pop returns values
-// newest first across both tiers.
+// oldest half to the spill, so Pop returns values newest first across both
+// tiers.
 func TestSpillTakesWhatTheStackCannot(t *testing.T) {
 	onOneP(t, func() {
 		l := shard.NewLocalSpill[int](2, 4, nil)
@@ -27,15 +29,55 @@ func TestSpillTakesWhatTheStackCannot(t *testing.T) {
 }
 
 // TestSpillTakesTheOldestItHasRoomFor: when the spill has room for part of
-// the stack only, the oldest values move, and the order still holds.
+// the half-stack only, the oldest values move, and the order still holds.
 func TestSpillTakesTheOldestItHasRoomFor(t *testing.T) {
 	onOneP(t, func() {
-		l := shard.NewLocalSpill[int](4, 2, nil)
-		for i := range 6 {
+		l := shard.NewLocalSpill[int](4, 1, nil)
+		for i := range 5 {
 			require.True(t, l.Push(i), "push %d", i)
 		}
 		require.False(t, l.Push(99), "stack and spill full: refused")
-		requirePopsThenEmpty(t, l, 5, 4, 3, 2, 1, 0)
+		requirePopsThenEmpty(t, l, 4, 3, 2, 1, 0)
+	})
+}
+
+// TestSpillBatchesCrossTheWrap: the batch moves keep the order lap after lap
+// across the wrap of the spill's uint32 positions.
+func TestSpillBatchesCrossTheWrap(t *testing.T) {
+	onOneP(t, func() {
+		l := shard.NewLocalSpill[int](4, 8, nil)
+		l.StartSpillAt(0, math.MaxUint32-5)
+		for lap := range 4 {
+			for i := range 12 {
+				require.True(t, l.Push(i), "lap %d push %d", lap, i)
+			}
+			requirePopsThenEmpty(t, l, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+		}
+	})
+}
+
+// TestSpillPathZeroesWhatItMoves: values that went through the spill (moved
+// there from the stack, refilled back) become collectable once popped: the
+// stack slots and spill cells they left are zeroed.
+func TestSpillPathZeroesWhatItMoves(t *testing.T) {
+	onOneP(t, func() {
+		l := shard.NewLocalSpill[*[64]byte](4, 4, nil)
+		var freed atomic.Int64
+		for range 7 { // the stack ends one short of full: a slot the move left is not reused
+			a := new([64]byte)
+			runtime.AddCleanup(a, func(int) { freed.Add(1) }, 0)
+			require.True(t, l.Push(a))
+		}
+		for range 7 {
+			_, ok := l.Pop()
+			require.True(t, ok)
+		}
+		for i := 0; i < 50 && freed.Load() < 7; i++ {
+			runtime.GC()
+			time.Sleep(time.Millisecond)
+		}
+		require.Equal(t, int64(7), freed.Load())
+		runtime.KeepAlive(l) // else l, slots and cells and all, is collected itself
 	})
 }
 

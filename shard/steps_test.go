@@ -45,8 +45,8 @@ func TestStepsAreTheSameStacks(t *testing.T) {
 		l := shard.NewLocalSpill[int](2, 2, nil)
 		require.True(t, pushSteps(l, 0))
 		require.True(t, l.Push(1))
-		require.True(t, pushSteps(l, 2), "0 and 1 move to the spill")
-		require.True(t, l.Push(3))
+		require.True(t, pushSteps(l, 2), "0 moves to the spill")
+		require.True(t, l.Push(3), "1 moves to the spill")
 		require.False(t, pushSteps(l, 4), "stack and spill are full")
 		require.Equal(t, 4, l.Len())
 		for _, want := range []int{3, 2, 1, 0} { // the stack, then the spill
@@ -104,9 +104,9 @@ func TestStepsGrowTheTable(t *testing.T) {
 	require.Equal(t, 1, l.Procs())
 	runtime.GOMAXPROCS(4)
 	ptest.OnEachP(4, func() { // P ids 0 to 3
+		// (No Pop: another goroutine's growth may retire the table this
+		// value went to.)
 		assert.True(t, pushSteps(l, 1))
-		_, ok := popSteps(l)
-		assert.True(t, ok)
 	})
 	require.Equal(t, 4, l.Procs(), "the Ps beyond the table grew it")
 }

@@ -135,6 +135,9 @@ func churnLocal[T any](l *shard.Local[T], body func()) {
 		runtime.GOMAXPROCS(1 + procs%5)
 		if procs%3 == 0 {
 			l.Retire()
+			if procs%2 == 0 {
+				runtime.GC() // the retired table's cleanup runs while operations are in flight
+			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -182,6 +185,8 @@ func TestPopZeroesTheSlot(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		require.Equal(t, int64(2), freed.Load())
+		runtime.KeepAlive(l) // else the stacks are collected themselves
+		runtime.KeepAlive(s)
 	})
 }
 

@@ -8,8 +8,9 @@ import (
 
 // OnEachP runs f on n goroutines at once and returns when all have returned.
 // Each goroutine spins until all n run before it calls f, so at that moment
-// each holds a P of its own: with n == GOMAXPROCS, f sees every P id. n must
-// not exceed GOMAXPROCS, or the spinning never ends.
+// each holds a P of its own: with n == GOMAXPROCS, f sees every P id. With
+// n above GOMAXPROCS the spinning ends only as the scheduler preempts
+// spinners, and the goroutines no longer each hold a P.
 func OnEachP(n int, f func()) {
 	var started atomic.Int32
 	var wg sync.WaitGroup
