@@ -320,34 +320,41 @@ func (l *Local[T]) enterSlow(pid int) (*localTable[T], int) {
 // them into their callers; the spill is reached through PushSpill and
 // PopSpill, and their work in pushSpill and popSpill, which are not inlined,
 // only when the stack is full or empty.
-func (s *Stack[T]) Push(v T) (ok bool) {
-	if s != nil && s.g.lock() {
-		if n := s.n.load(); uint(n) < uint(len(s.slots)) {
-			s.slots[n] = v
-			s.n.store(n + 1)
-			ok = true
-		}
-		s.g.unlock()
+func (s *Stack[T]) Push(v T) bool {
+	if s == nil || !s.g.lock() {
+		return false
 	}
-	return ok
+	n := s.n.load()
+	if uint(n) >= uint(len(s.slots)) {
+		s.g.unlock()
+		return false
+	}
+	s.slots[n] = v
+	s.n.store(n + 1)
+	s.g.unlock()
+	return true
 }
 
 // Pop takes the value most recently pushed on s, between Enter and Exit, and
 // zeroes its slot. It returns false if s is empty or nil; the caller goes on
 // to PopSpill.
 func (s *Stack[T]) Pop() (v T, ok bool) {
-	if s != nil && s.g.lock() {
-		// One unsigned compare covers n > 0 and n <= len(slots).
-		if n := s.n.load() - 1; uint(n) < uint(len(s.slots)) {
-			v, ok = s.slots[n], true
-			var zero T
-			s.slots[n] = zero
-			s.n.store(n)
-			s.hits.add(1)
-		}
-		s.g.unlock()
+	if s == nil || !s.g.lock() {
+		return v, false
 	}
-	return v, ok
+	// One unsigned compare covers n > 0 and n <= len(slots).
+	n := s.n.load() - 1
+	if uint(n) >= uint(len(s.slots)) {
+		s.g.unlock()
+		return v, false
+	}
+	v = s.slots[n]
+	var zero T
+	s.slots[n] = zero
+	s.n.store(n)
+	s.hits.add(1)
+	s.g.unlock()
+	return v, true
 }
 
 // pushSpill is Push on a full stack, as its owner: it moves the oldest half
