@@ -49,9 +49,11 @@ import (
 type Pool struct {
 	_ noCopy
 	// Read-only after New. hot holds what the fast path reads of each class,
-	// 16 bytes a class, so that indexing is a shift and all classes share a
-	// few cache lines; classes holds the rest.
-	hot       []hotClass
+	// 16 bytes a class, indexed by the class's log2 size, so that the fast
+	// path indexes it with the shift it computes anyway (masked to 6 bits:
+	// no bounds check, no subtraction); the entries of no class have
+	// putSize -1 and no local. classes holds the rest, from MinSize up.
+	hot       [64]hotClass
 	classes   []class
 	minSize   int
 	minMask   uint // minSize-1
@@ -134,7 +136,6 @@ func New(cfg Config) (*Pool, error) {
 	procs := runtime.GOMAXPROCS(0)
 	plans := split(cfg, procs)
 	p := &Pool{
-		hot:       make([]hotClass, len(plans)),
 		classes:   make([]class, len(plans)),
 		minSize:   cfg.MinSize,
 		minMask:   uint(cfg.MinSize - 1),
@@ -145,6 +146,9 @@ func New(cfg Config) (*Pool, error) {
 		cfg:       cfg,
 		procs:     procs,
 		trim:      make([]trimState, len(plans)),
+	}
+	for i := range p.hot {
+		p.hot[i].putSize = -1 // no class: Put takes the long way
 	}
 	now := time.Now()
 	alloc := cfg.Allocator
@@ -169,9 +173,10 @@ func New(cfg Config) (*Pool, error) {
 		} else {
 			cl.ex = exchange.New[[]byte](cfg.Exchange, pl.exCap)
 		}
-		p.hot[i] = hotClass{putSize: cl.size, local: cl.local}
+		h := &p.hot[p.minShift+i]
+		*h = hotClass{putSize: cl.size, local: cl.local}
 		if cfg.ZeroOnPut || debugTracking {
-			p.hot[i].putSize = -1
+			h.putSize = -1
 		}
 		p.trim[i] = trimState{localUsed: now, exUsed: now}
 	}
@@ -202,7 +207,7 @@ func (p *Pool) Get(n int) []byte {
 	// of two >= n and >= minSize. (shift&63 == shift; the mask spares the
 	// compiler's check for shifts of 64 or more.)
 	shift := bits.Len(uint(n-1) | p.minMask)
-	if l := p.hot[shift-p.minShift].local; l != nil {
+	if l := p.hot[shift&63].local; l != nil {
 		// Local.Pop, written out so that the stack's pop is inlined here.
 		s := l.Stack(shard.Enter())
 		ptr, ok := s.Pop()
@@ -310,12 +315,12 @@ func (p *Pool) Put(b []byte) {
 	// allocated), no zeroing, no debug table (hotClass.putSize). Everything
 	// else, nil included (k < 0), goes through putOther.
 	c := cap(b)
-	k := bits.Len(uint(c)) - 1 - p.minShift
-	if uint(k) >= uint(len(p.hot)) || c != p.hot[k].putSize {
+	h := &p.hot[(bits.Len(uint(c))-1)&63] // cap 0: entry 63, no class
+	if c != h.putSize {
 		p.putOther(b)
 		return
 	}
-	if l := p.hot[k].local; l != nil {
+	if l := h.local; l != nil {
 		// Local.Push, written out so that the stack's push is inlined here.
 		ptr := unsafe.Pointer(unsafe.SliceData(b))
 		s := l.Stack(shard.Enter())
@@ -356,21 +361,22 @@ func (p *Pool) putOther(b []byte) {
 		return
 	}
 	k := bits.Len(uint(c)) - 1 - p.minShift
-	if k >= len(p.hot) { // c >= 2×MaxSize
+	if k >= len(p.classes) { // c >= 2×MaxSize
 		p.unfiled.Add(1)
 		release(p.alloc, b)
 		return
 	}
-	h, size := &p.hot[k], p.classes[k].size
+	cl := &p.classes[k]
+	size := cl.size
 	b = b[:0:size]
 	debugOnPut(b) // may panic; nothing is pinned here
 	if p.zeroOnPut {
 		clear(b[:size])
 	}
-	if h.local != nil && h.local.Push(unsafe.Pointer(unsafe.SliceData(b))) {
+	if cl.local != nil && cl.local.Push(unsafe.Pointer(unsafe.SliceData(b))) {
 		return
 	}
-	p.putSlow(&p.classes[k], b)
+	p.putSlow(cl, b)
 }
 
 func (p *Pool) putSlow(cl *class, b []byte) {
