@@ -18,12 +18,7 @@ import (
 func TestSpillTakesWhatTheStackCannot(t *testing.T) {
 	onOneP(t, func() {
 		l := shard.NewLocalSpill[int](2, 4, nil)
-		for i := range 6 {
-			require.True(t, l.Push(i), "push %d", i)
-		}
-		require.False(t, l.Push(99), "stack and spill full: refused")
-		require.Equal(t, 6, l.Len())
-		requirePopsThenEmpty(t, l, 5, 4, 3, 2, 1, 0)
+		requireFillsThenPopsNewestFirst(t, l, 6)
 		require.Equal(t, shard.Stats{Hits: 6}, l.Stats(), "spill pops on the own P are hits, not steals")
 	})
 }
@@ -32,13 +27,22 @@ func TestSpillTakesWhatTheStackCannot(t *testing.T) {
 // the half-stack only, the oldest values move, and the order still holds.
 func TestSpillTakesTheOldestItHasRoomFor(t *testing.T) {
 	onOneP(t, func() {
-		l := shard.NewLocalSpill[int](4, 1, nil)
-		for i := range 5 {
-			require.True(t, l.Push(i), "push %d", i)
-		}
-		require.False(t, l.Push(99), "stack and spill full: refused")
-		requirePopsThenEmpty(t, l, 4, 3, 2, 1, 0)
+		requireFillsThenPopsNewestFirst(t, shard.NewLocalSpill[int](4, 1, nil), 5)
 	})
+}
+
+// requireFillsThenPopsNewestFirst pushes 0 to n-1 on an empty l whose
+// capacity is n, finds it full, then pops n-1 down to 0.
+func requireFillsThenPopsNewestFirst(t *testing.T, l *shard.Local[int], n int) {
+	t.Helper()
+	want := make([]int, n)
+	for i := range n {
+		require.True(t, l.Push(i), "push %d", i)
+		want[n-1-i] = i
+	}
+	require.False(t, l.Push(99), "stack and spill full: refused")
+	require.Equal(t, n, l.Len())
+	requirePopsThenEmpty(t, l, want...)
 }
 
 // TestSpillBatchesCrossTheWrap: the batch moves keep the order lap after lap
