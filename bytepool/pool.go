@@ -313,9 +313,10 @@ func (p *Pool) getSlow(n int, local bool) []byte {
 func (p *Pool) Put(b []byte) {
 	// Fast path: a buffer of exactly a class size (every buffer the pool
 	// allocated), no zeroing, no debug table (hotClass.putSize). Everything
-	// else, nil included (k < 0), goes through putOther.
+	// else, nil included (cap 0 reads entry 63, of no class), goes through
+	// putOther.
 	c := cap(b)
-	h := &p.hot[(bits.Len(uint(c))-1)&63] // cap 0: entry 63, no class
+	h := &p.hot[(bits.Len(uint(c))-1)&63]
 	if c != h.putSize {
 		p.putOther(b)
 		return

@@ -252,16 +252,16 @@ func (l *Local[T]) pushSlow(v T) bool {
 		t, pid = l.enterSlow(pid)
 	}
 	s := &t.shards[pid]
-	ok := s.Push(v) || (l.spill > 0 && s.pushSpill(v))
+	ok := s.Push(v) || l.PushSpill(s, v)
 	end()
 	runtime.KeepAlive(t) // the table stays reachable until the stack is left: see Retire
 	return ok
 }
 
 // Pop takes the value most recently pushed on the calling P's stack; if the
-// stack is empty, the newest value of that P's spill, then the oldest value of
-// another P's spill. It returns false if all of those are empty. Pop zeroes
-// the slot it empties.
+// stack is empty, the newest value of that P's spill (refilling the stack
+// from it), then the oldest value of another P's spill. It returns false if
+// all of those are empty. Pop zeroes the slots and cells it empties.
 func (l *Local[T]) Pop() (v T, ok bool) {
 	s := l.Stack(Enter())
 	if s == nil {
