@@ -141,9 +141,27 @@ func TestPutFilesForeignSliceUnderLargestCoveredClass(t *testing.T) {
 	// Too small or too large: dropped.
 	p.Trim()
 	p.Put(make([]byte, 10, 63))
+	p.Put(make([]byte, 0, 32)) // a power of two, but no class of this pool
 	p.Put(make([]byte, 0, 8192))
-	if s := p.Stats(); s.Retained != 0 || s.Drops != 2 {
-		t.Fatalf("Retained %d Drops %d, want 0 and 2", s.Retained, s.Drops)
+	if s := p.Stats(); s.Retained != 0 || s.Drops != 3 {
+		t.Fatalf("Retained %d Drops %d, want 0 and 3", s.Retained, s.Drops)
+	}
+}
+
+// TestSmallestClassesRoundTrip: with MinSize 1 the classes start at 1 byte
+// (the first entries of the pool's class table), and a buffer comes back
+// from each.
+func TestSmallestClassesRoundTrip(t *testing.T) {
+	p := newPool(t, allocator{}, bytepool.Config{MinSize: 1, MaxSize: 4})
+	for _, tc := range []struct{ n, cap int }{{1, 1}, {2, 2}, {3, 4}, {4, 4}} {
+		b := p.Get(tc.n)
+		if len(b) != tc.n || cap(b) != tc.cap {
+			t.Fatalf("Get(%d): len %d cap %d, want cap %d", tc.n, len(b), cap(b), tc.cap)
+		}
+		p.Put(b)
+		if g := p.Get(tc.n); &g[:1][0] != &b[:1][0] {
+			t.Fatalf("Get(%d) after Put: another buffer", tc.n)
+		}
 	}
 }
 

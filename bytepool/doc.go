@@ -8,7 +8,8 @@
 // spill other Ps can steal from) and one exchange (a shared bounded FIFO):
 // Get takes from the calling P's stack, then its spill, then another P's
 // spill, then the exchange, then allocates; Put files on the calling P's
-// stack (moving a full stack to the spill), then in the exchange, then
+// stack (moving the older half of a full stack to the spill), then in the
+// exchange, then
 // drops. Neither allocates:
 // the per-P tiers hold each buffer's address and the exchange its slice
 // header, never an interface.

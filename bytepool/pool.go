@@ -20,14 +20,15 @@ import (
 //
 //   - the stack: owner-only, Config.Depth buffers per P, no atomic
 //     read-modify-write (the fast path);
-//   - the spill: Config.Spill buffers per P, into which the owner moves a
-//     full stack and from which it refills an empty one (one atomic
-//     operation per move), and which other Ps steal from;
+//   - the spill: Config.Spill buffers per P, into which the owner moves the
+//     oldest half of a full stack and from which it refills an empty one
+//     (one atomic operation per move), and which other Ps steal from;
 //   - the exchange (a lock-free ring by default), shared by all Ps.
 //
 // Get takes from the calling P's stack, then its spill, then another P's
 // spill, then the exchange, then allocates; Put files on the calling P's
-// stack, moving a full stack to its spill, then in the exchange, then drops.
+// stack (moving the older half of a full stack to its spill), then in the
+// exchange, then drops.
 // A P's stack and spill together give buffers back newest first, so a burst
 // of Gets reuses first what a burst of Puts returned last. Only a buffer on
 // another P's stack is out of reach.

@@ -6,9 +6,9 @@
 //   - [Local] is owner-only. Each P's stack is touched only by the goroutine
 //     running on that P, while pinned, with no atomic read-modify-write. A value
 //     that sits on another P's stack is out of reach. Made by [NewLocalSpill], it
-//     has a second tier per P, the spill, into which the owner moves a full
-//     stack and from which it refills an empty one, one atomic operation per
-//     move, and that other Ps steal from (bytepool's burst and cross-P path);
+//     has a second tier per P, the spill, into which the owner moves the
+//     oldest half of a full stack and from which it refills an empty one,
+//     one atomic operation per move, and that other Ps steal from (bytepool's burst and cross-P path);
 //     pool uses the stack alone. It is emptied as a whole by [Local.Retire].
 //     Its Pop and Push also come as steps ([Enter], [Local.Stack], [Stack.Pop]
 //     and [Stack.Push], [Local.PopSpill] and [Local.PushSpill], [Exit]) that

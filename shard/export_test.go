@@ -6,7 +6,9 @@ const RandomIDs = randomIDs
 
 // PushSpillAt files v in the spill of stack pid of the current table, as that
 // P's owner would. Tests only: nothing else may use the Local meanwhile.
-func (l *Local[T]) PushSpillAt(pid int, v T) bool { return l.cur.Load().shards[pid].sp.push(v) }
+func (l *Local[T]) PushSpillAt(pid int, v T) bool {
+	return l.cur.Load().shards[pid].sp.pushN([]T{v}) == 1
+}
 
 // StealAt steals from the spill of stack pid of the current table.
 func (l *Local[T]) StealAt(pid int) (T, bool) { return l.cur.Load().shards[pid].sp.steal() }

@@ -124,9 +124,9 @@ func NewLocal[T any](depth int, drop func(T)) *Local[T] {
 // spill is within reach of every P.
 //
 // Cost: a Push on a full stack is one atomic add for the whole move, a Pop
-// on an empty stack one compare-and-swap for the whole refill (so at most
-// one of each per half a stack of operations, however a caller goes back
-// and forth), a steal one
+// on an empty stack one compare-and-swap for the whole refill (so, when the
+// spill has a batch of room or of values, at most one of each per half a
+// stack of operations, however a caller goes back and forth), a steal one
 // compare-and-swap and one atomic store, on the spill's head/tail line (a
 // line of its own, apart from the stack's) and the cells; all inside the
 // same pinned section as the stack. A Pop that misses its own P reads each
@@ -211,8 +211,9 @@ const stackSize = unsafe.Sizeof(Stack[struct{}]{})
 // PushSpill is Push's second step, between Enter and Exit, after s.Push
 // returned false: it moves the oldest half of the full stack to s's spill
 // and puts v on the stack (see NewLocalSpill). It returns false, keeping
-// nothing, if the spill has no room, if the Local has no spill tier, or if
-// s is nil (then, after Exit, Push does the whole work).
+// nothing, if the spill has no room (or its next cell is still being
+// emptied by a stealer), if the Local has no spill tier, or if s is nil
+// (then, after Exit, Push does the whole work).
 func (l *Local[T]) PushSpill(s *Stack[T], v T) bool {
 	return s != nil && l.spill > 0 && s.pushSpill(v)
 }
@@ -360,7 +361,8 @@ func (s *Stack[T]) Pop() (v T, ok bool) {
 // pushSpill is Push on a full stack, as its owner: it moves the oldest half
 // of the stack (batch values, as many as the spill has room for) to the
 // spill, oldest first, and puts v on the stack. It fails, keeping nothing,
-// if the spill had no room. So every value in the spill is older than every
+// if it could move nothing: the spill is full, or its next cell is still
+// being emptied by a stealer (see spill). So every value in the spill is older than every
 // value on the stack, and Pop, which takes the stack's newest and then
 // refills the stack from the spill's newest, returns values newest first
 // across both tiers: a burst of Gets reuses first the buffers a burst of

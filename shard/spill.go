@@ -7,9 +7,9 @@ import "sync/atomic"
 // in front of it) and that other Ps steal from at the tail (oldest first).
 // It is the single-producer shape of sync.Pool's per-P dequeue: because only
 // the owner pushes, a push publishes with one atomic add and a pop claims with
-// one compare-and-swap, each for a batch of values (the owner moves whole
-// stacks in and out); a steal claims one value with a compare-and-swap and
-// frees the cell with an atomic store.
+// one compare-and-swap, each for a batch of values (the owner moves half a
+// stack in or out at a time); a steal claims one value with a
+// compare-and-swap and frees the cell with an atomic store.
 //
 // Positions are uint32 counters that wrap: head is the next position the
 // owner pushes, tail the oldest position not yet stolen, both packed in one
@@ -54,12 +54,6 @@ func (sp *spill[T]) init(n int) {
 func unpack(ht uint64) (head, tail uint32) { return uint32(ht >> 32), uint32(ht) }
 
 func pack(head, tail uint32) uint64 { return uint64(head)<<32 | uint64(tail) }
-
-// push files v at the head. Owner only. It reports false, keeping nothing,
-// when the spill is full (or has no cells).
-func (sp *spill[T]) push(v T) bool {
-	return sp.pushN([]T{v}) == 1
-}
 
 // pushN files vs at the head, vs[0] first, as far as there is room, and
 // returns how many it filed: vs[:n]. Owner only. One atomic add publishes

@@ -31,6 +31,15 @@ func TestSpillTakesTheOldestItHasRoomFor(t *testing.T) {
 	})
 }
 
+// TestSpillOrderWithOddAndUnitDepths: the batch is half the depth rounded
+// up; the order holds for a depth of 1 (batch 1) and an odd one (3, batch 2).
+func TestSpillOrderWithOddAndUnitDepths(t *testing.T) {
+	onOneP(t, func() {
+		requireFillsThenPopsNewestFirst(t, shard.NewLocalSpill[int](1, 4, nil), 5)
+		requireFillsThenPopsNewestFirst(t, shard.NewLocalSpill[int](3, 4, nil), 7)
+	})
+}
+
 // requireFillsThenPopsNewestFirst pushes 0 to n-1 on an empty l whose
 // capacity is n, finds it full, then pops n-1 down to 0.
 func requireFillsThenPopsNewestFirst(t *testing.T, l *shard.Local[int], n int) {
@@ -173,7 +182,7 @@ func TestLocalSpillStress(t *testing.T) {
 			t.Error("more tokens came back than exist")
 		}
 	}
-	l := shard.NewLocalSpill[*token](2, 8, back)
+	l := shard.NewLocalSpill[*token](3, 8, back) // depth 3: batches of 2 race the steals
 	churnLocal(l, func() {
 		x, ok := l.Pop()
 		if !ok {
