@@ -246,13 +246,7 @@ func TestStatsCountEachLevel(t *testing.T) {
 	p := newPool(t, allocator{}, bytepool.Config{Depth: 2, Spill: -1, ExchangeCapacity: 2, Exchange: bytepool.ExchangeMutex})
 	runtime.LockOSThread() // keep the P (and so the per-P stack) most of the time
 	defer runtime.UnlockOSThread()
-	var bs [][]byte
-	for range 6 {
-		bs = append(bs, p.Get(1000))
-	}
-	for _, b := range bs {
-		p.Put(b)
-	}
+	getThenPut(p, 6, 1000)
 	s := p.Stats()
 	if s.Allocs != 6 || s.Gets != 6 || s.Parked > 2 {
 		t.Fatalf("Allocs %d Parked %d Gets %d, want 6 <=2 6", s.Allocs, s.Parked, s.Gets)
@@ -322,13 +316,7 @@ func waitReleased(t *testing.T, p *bytepool.Pool) {
 func TestIdleMemoryIsReleasedAtGCCycles(t *testing.T) {
 	defer bytepool.SetCycleIdleFloor(0)()
 	p := newPool(t, allocator{}, bytepool.Config{IdleCycles: 2, IdleTimeout: -1})
-	var bs [][]byte
-	for range 50 {
-		bs = append(bs, p.Get(64<<10))
-	}
-	for _, b := range bs {
-		p.Put(b)
-	}
+	getThenPut(p, 50, 64<<10)
 	if p.Stats().Retained == 0 {
 		t.Fatal("nothing retained")
 	}
@@ -445,16 +433,7 @@ func TestDefaultPoolStartsNoGoroutine(t *testing.T) {
 func TestSpillHoldsWhatTheStackCannot(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	p := newPool(t, allocator{}, bytepool.Config{Depth: 2, Spill: 4, ExchangeCapacity: 2, Exchange: bytepool.ExchangeMutex})
-	burst := func() {
-		var bs [][]byte
-		for range 8 {
-			bs = append(bs, p.Get(1000))
-		}
-		for _, b := range bs {
-			p.Put(b)
-		}
-	}
-	burst()
+	getThenPut(p, 8, 1000)
 	s := p.Stats()
 	c := s.Classes[4]
 	if c.Size != 1024 || c.Depth != 2 || c.Spill != 4 || c.ExchangeCap != 2 {
@@ -463,7 +442,7 @@ func TestSpillHoldsWhatTheStackCannot(t *testing.T) {
 	if s.Allocs != 8 || s.Parked != 2 || c.Buffers != 8 {
 		t.Fatalf("Allocs %d Parked %d Buffers %d, want 8 2 8", s.Allocs, s.Parked, c.Buffers)
 	}
-	burst()
+	getThenPut(p, 8, 1000)
 	s = p.Stats()
 	if s.Allocs != 8 || s.LocalHits != 6 || s.ExchangeHits != 2 || s.StealHits != 0 || s.Gets != 16 {
 		t.Fatalf("Allocs %d LocalHits %d ExchangeHits %d StealHits %d Gets %d, want 8 6 2 0 16",
@@ -512,13 +491,7 @@ func stealRound(t *testing.T, n int) bytepool.Stats {
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		var bs [][]byte
-		for range n {
-			bs = append(bs, p.Get(1000))
-		}
-		for _, b := range bs {
-			p.Put(b)
-		}
+		getThenPut(p, n, 1000)
 		close(ready)
 		for !stop.Load() { // hold this P while the getter runs on the other
 		}
@@ -551,13 +524,7 @@ func TestMaxRetainedFollowsGOMAXPROCS(t *testing.T) {
 	}
 	runtime.GOMAXPROCS(4)
 	ptest.OnEachP(4, func() { // the pool sees P ids 0 to 3
-		var bs [][]byte
-		for range 8 {
-			bs = append(bs, p.Get(1024))
-		}
-		for _, b := range bs {
-			p.Put(b)
-		}
+		getThenPut(p, 8, 1024)
 	})
 	s := p.Stats()
 	if want := int64((2+4)*4+1) * 1024; s.MaxRetained != want {
@@ -565,5 +532,16 @@ func TestMaxRetainedFollowsGOMAXPROCS(t *testing.T) {
 	}
 	if s.Retained > s.MaxRetained {
 		t.Fatalf("Retained %d > MaxRetained %d", s.Retained, s.MaxRetained)
+	}
+}
+
+// getThenPut gets k buffers of size n from p, then puts them all back.
+func getThenPut(p *bytepool.Pool, k, n int) {
+	bs := make([][]byte, k)
+	for i := range bs {
+		bs[i] = p.Get(n)
+	}
+	for _, b := range bs {
+		p.Put(b)
 	}
 }
