@@ -123,13 +123,13 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			}
 		})
 	}
-	b.Run("Stealable", func(b *testing.B) {
-		s := shard.NewStealable[obj](4)
+	b.Run("Local", func(b *testing.B) {
+		l := shard.NewLocal[*obj](4, nil)
 		o := &obj{}
 		b.ReportAllocs()
 		for b.Loop() {
-			s.Push(o)
-			s.Pop()
+			l.Push(o)
+			l.Pop()
 		}
 	})
 	for _, c := range []struct {

@@ -67,16 +67,6 @@ func pushPop() map[string]func() func(x *int) *int {
 				return new(int)
 			}
 		},
-		"Stealable": func() func(x *int) *int {
-			s := shard.NewStealable[int](8)
-			return func(x *int) *int {
-				s.Push(x)
-				if y := s.Pop(); y != nil {
-					return y
-				}
-				return new(int)
-			}
-		},
 		"SyncPool": func() func(x *int) *int {
 			p := new(sync.Pool)
 			return func(x *int) *int {
@@ -110,11 +100,11 @@ func pushPop() map[string]func() func(x *int) *int {
 	}
 }
 
-var implOrder = []string{"Local", "Stealable", "SyncPool", "Mutex", "Chan"}
+var implOrder = []string{"Local", "SyncPool", "Mutex", "Chan"}
 
 // BenchmarkPushPop is push then pop of one pointer by one goroutine.
 //
-// Local, Stealable and SyncPool are written out without a closure so that the
+// Local and SyncPool are written out without a closure so that the
 // call overhead of the harness does not blur the few nanoseconds they cost;
 // Mutex and Chan go through the closures of pushPop.
 func BenchmarkPushPop(b *testing.B) {
@@ -127,17 +117,6 @@ func BenchmarkPushPop(b *testing.B) {
 			if y, ok := l.Pop(); ok {
 				x = y
 			} else {
-				x = new(int)
-			}
-		}
-	})
-	b.Run("Impl=Stealable", func(b *testing.B) {
-		s := shard.NewStealable[int](8)
-		x := new(int)
-		b.ReportAllocs()
-		for b.Loop() {
-			s.Push(x)
-			if x = s.Pop(); x == nil {
 				x = new(int)
 			}
 		}
@@ -155,7 +134,7 @@ func BenchmarkPushPop(b *testing.B) {
 			}
 		}
 	})
-	for _, name := range implOrder[3:] {
+	for _, name := range implOrder[2:] {
 		b.Run("Impl="+name, func(b *testing.B) {
 			f := pushPop()[name]()
 			x := new(int)

@@ -440,6 +440,12 @@ func (l *Local[T]) popSpill(s *Stack[T]) (v T, ok bool) {
 	return v, false
 }
 
+// Stats are cumulative counters of a Local, summed over every P.
+type Stats struct {
+	Hits   uint64 // Pops served by the caller's own P (stack or spill)
+	Steals uint64 // Pops served by another P's spill
+}
+
 // Len returns the number of values held, summed over every stack and spill. It
 // is approximate: each count is read without stopping its owner (see word),
 // so the sum may be off by the operations in flight. It never blocks.

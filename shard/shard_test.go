@@ -2,8 +2,6 @@ package shard_test
 
 import (
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -48,73 +46,10 @@ func requirePopsThenEmpty(t *testing.T, l *shard.Local[int], want ...int) {
 	require.Equal(t, 0, l.Len())
 }
 
-func TestStealableIsLIFOUpToDepth(t *testing.T) {
-	onOneP(t, func() {
-		s := shard.NewStealable[int](4)
-		vals := make([]int, 5)
-		for i := range 4 {
-			require.True(t, s.Push(&vals[i]))
-		}
-		require.False(t, s.Push(&vals[4]))
-		require.Equal(t, 4, s.Len())
-		for i := 3; i >= 0; i-- {
-			require.Same(t, &vals[i], s.Pop())
-		}
-		require.Nil(t, s.Pop())
-		require.Nil(t, s.Steal())
-	})
-}
-
 func TestDepthOutOfRangePanics(t *testing.T) {
 	for _, d := range []int{0, -1, shard.MaxDepth + 1} {
 		require.PanicsWithValue(t, "shard: depth must be in [1, MaxDepth]", func() { shard.NewLocal[int](d, nil) })
-		require.PanicsWithValue(t, "shard: depth must be in [1, MaxDepth]", func() { shard.NewStealable[int](d) })
 	}
-}
-
-func TestStealTakesOldestAndReusesHoles(t *testing.T) {
-	onOneP(t, func() {
-		s := shard.NewStealable[int](3)
-		v := []int{0, 1, 2, 3}
-		for i := range 3 {
-			require.True(t, s.Push(&v[i]))
-		}
-		require.Same(t, &v[0], s.Steal(), "stealers take the oldest slot")
-		require.True(t, s.Push(&v[3]), "a hole left by a steal is reused when the stack is full")
-		got := map[*int]bool{}
-		for x := s.Pop(); x != nil; x = s.Pop() {
-			got[x] = true
-		}
-		require.Len(t, got, 3)
-		require.Equal(t, uint64(1), s.Stats().Steals)
-	})
-}
-
-func TestStealFindsValuesOnOtherPs(t *testing.T) {
-	s := shard.NewStealable[int](8)
-	const n = 64
-	vals := make([]int, n)
-	var wg sync.WaitGroup
-	var pushed atomic.Int64
-	for g := range 8 {
-		wg.Go(func() {
-			for i := g; i < n; i += 8 {
-				if s.Push(&vals[i]) {
-					pushed.Add(1)
-				} else {
-					vals[i] = -1 // not stored
-				}
-			}
-		})
-	}
-	wg.Wait()
-	seen := map[*int]bool{}
-	for x := s.Steal(); x != nil; x = s.Steal() {
-		require.False(t, seen[x], "a pointer was stolen twice")
-		seen[x] = true
-	}
-	require.Equal(t, int(pushed.Load()), len(seen), "every pushed pointer is found by Steal")
-	require.Equal(t, 0, s.Len())
 }
 
 func TestZeroAllocations(t *testing.T) {
@@ -133,15 +68,5 @@ func TestZeroAllocations(t *testing.T) {
 		for range 6 {
 			ls.Pop()
 		}
-	}))
-	s := shard.NewStealable[int](8)
-	x := new(int)
-	require.Zero(t, testing.AllocsPerRun(1000, func() {
-		s.Push(x)
-		s.Pop()
-	}))
-	require.Zero(t, testing.AllocsPerRun(1000, func() {
-		s.Push(x)
-		s.Steal()
 	}))
 }
