@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/poolkit/poolkit/bytepool"
-	"github.com/poolkit/poolkit/shard"
+	"github.com/poolkit/poolkit/internal/shard"
 )
 
 // Benchmarks compare, in the same binary, three implementations behind one

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/poolkit/poolkit/exchange"
-	"github.com/poolkit/poolkit/shard"
+	"github.com/poolkit/poolkit/internal/shard"
 )
 
 // Defaults applied by New to the zero fields of a Config.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/poolkit/poolkit/exchange"
 	"github.com/poolkit/poolkit/internal/cacheline"
-	"github.com/poolkit/poolkit/shard"
+	"github.com/poolkit/poolkit/internal/shard"
 )
 
 // Pool keeps byte buffers of power-of-two size classes for reuse.

@@ -1,6 +1,6 @@
 package bytepool
 
-import "github.com/poolkit/poolkit/shard"
+import "github.com/poolkit/poolkit/internal/shard"
 
 // Stats is a snapshot of a Pool's counters.
 //

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolkit/poolkit/internal/shard"
 	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"
-	"github.com/poolkit/poolkit/shard"
 )
 
 // benchPool is what the benchmarks drive: the pool and the baselines.

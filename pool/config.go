@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/poolkit/poolkit/exchange"
-	"github.com/poolkit/poolkit/shard"
+	"github.com/poolkit/poolkit/internal/shard"
 )
 
 // ExchangeKind selects the shared reservoir between the per-P stacks. It is

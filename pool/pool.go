@@ -9,8 +9,8 @@ import (
 
 	"github.com/poolkit/poolkit/exchange"
 	"github.com/poolkit/poolkit/internal/cacheline"
+	"github.com/poolkit/poolkit/internal/shard"
 	"github.com/poolkit/poolkit/manager"
-	"github.com/poolkit/poolkit/shard"
 )
 
 // ReleaseChecker may be implemented by a Manager to check an object when it

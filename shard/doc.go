@@ -1,51 +1,35 @@
 // Package shard holds per-P (per-processor) stacks: the fast path under
-// poolkit's pool and bytepool.
+// poolkit's pool and bytepool, for values that a goroutine puts back and
+// takes again on the same P.
 //
-// Two kinds, because the two faces need different guarantees:
+// A [Local] keeps one small LIFO stack per P. Push and Pop touch only the
+// calling P's stack, with no lock and, in the default build, no atomic
+// read-modify-write; they allocate nothing. A value pushed on one P's stack
+// cannot be popped on another: a goroutine that migrates between its Push
+// and Pop misses, as with sync.Pool. Unlike sync.Pool, a Local keeps what it
+// holds across garbage collections, holds at most a fixed number of values,
+// and hands the ones it discards to a function of the caller's (see
+// [Local.Retire]).
 //
-//   - [Local] is owner-only. Each P's stack is touched only by the goroutine
-//     running on that P, while pinned, with no atomic read-modify-write. A value
-//     that sits on another P's stack is out of reach. Made by [NewLocalSpill], it
-//     has a second tier per P, the spill, into which the owner moves the
-//     oldest half of a full stack and from which it refills an empty one,
-//     one atomic operation per move, and that other Ps steal from (bytepool's burst and cross-P path);
-//     pool uses the stack alone. It is emptied as a whole by [Local.Retire].
-//     Its Pop and Push also come as steps ([Enter], [Local.Stack], [Stack.Pop]
-//     and [Stack.Push], [Local.PopSpill] and [Local.PushSpill], [Exit]) that
-//     a caller's own fast path inlines, as bytepool's does.
-//   - [Stealable] lets any P take from any other P's stack, so that a connection
-//     pool at its maximum never waits while an idle object sits on another P.
-//     Each push or pop costs one atomic read-modify-write on the P's own cache
-//     line; a per-table occupancy bitmap tells stealers which stacks may hold
-//     something, so stealing does not probe every P.
-//
-// Both have a small fixed depth, are LIFO for the owner, keep each P's state on
-// cache lines of its own and allocate nothing per operation.
+// Made by [NewLocalSpill], a Local has a second tier per P, the spill: a
+// Push on a full stack moves its oldest half there, and a Pop on an empty
+// stack refills it from there, then takes from other Ps' spills. What sits
+// in a spill is within every P's reach.
 //
 // # Build variants
 //
-// The current P comes from the runtime's procPin and procUnpin via go:linkname.
-// Three builds exist:
-//
-//   - default: the fast path described above. Code that runs pinned is leaf code
-//     (no user callbacks, no blocking, no sync.Mutex, no panic).
-//   - race (the race detector is on): the race detector cannot see that pinning
-//     makes a P's stack exclusive, so each stack is guarded by a try-lock (one
-//     CAS) and its counters are atomic. The contract is the same: an operation
-//     that finds the lock taken behaves as if the stack were full (Push) or empty
-//     (Pop).
-//   - poolkit_nolinkname: no P id at all. Each operation picks a cheap random
-//     stack and guards it with the same try-lock; Local.Pop then looks through
-//     the other stacks too, since a goroutine has no stack of its own.
+// The current P comes from the runtime (procPin, through go:linkname, as
+// sync.Pool uses it). Under the race detector, which cannot see that pinning
+// makes a P's stack exclusive, and with the build tag poolkit_nolinkname (no
+// P id: each operation picks a stack at random), each stack is guarded by a
+// try-lock instead. The contract is the same in every build, with one
+// addition there: an operation that finds the lock taken behaves as if the
+// stack were full (Push) or empty (Pop).
 //
 // # GOMAXPROCS changes
 //
-// Each kind sizes its per-P table from GOMAXPROCS and replaces it on a slow
-// path (unpinned, under a mutex) when a P id beyond it shows up. Stealable
-// keeps every existing stack in the bigger table; Local, whose stacks are laid
-// out by value for one pointer fewer on the fast path, retires the old table
-// exactly as Retire does (its values reach the drop function), as sync.Pool
-// drops its contents on such a change. When GOMAXPROCS shrinks, stacks above
-// the new limit are not lost: Stealable's Steal, Drain and Len visit every
-// allocated stack, and Local's Retire drops them all.
+// A Local sizes its per-P table from GOMAXPROCS. When a P id beyond it shows
+// up, the table is replaced by a bigger one, as Retire replaces it: the old
+// stacks' values go to the drop function, as sync.Pool drops its contents on
+// such a change.
 package shard

@@ -1,9 +1,13 @@
-// Package ptest holds helpers for tests that need goroutines on distinct Ps.
+// Package ptest holds helpers for poolkit's tests: goroutines on distinct
+// Ps, a single P, and waiting for the garbage collector's cleanups.
 package ptest
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"testing"
+	"time"
 )
 
 // OnEachP runs f on n goroutines at once and returns when all have returned.
@@ -24,4 +28,26 @@ func OnEachP(n int, f func()) {
 		})
 	}
 	wg.Wait()
+}
+
+// OnOneP runs f with GOMAXPROCS 1, so that every per-P operation in f runs on
+// the same P, and restores GOMAXPROCS after.
+func OnOneP(t testing.TB, f func()) {
+	t.Helper()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	f()
+}
+
+// CollectUntil runs the garbage collector until done reports true, giving
+// the runtime's cleanups (which run on a goroutine of their own) a moment
+// after each cycle, and reports whether done became true within 100 cycles.
+func CollectUntil(done func() bool) bool {
+	for range 100 {
+		if done() {
+			return true
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	return done()
 }

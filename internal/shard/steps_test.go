@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/poolkit/poolkit/internal/ptest"
-	"github.com/poolkit/poolkit/shard"
+	"github.com/poolkit/poolkit/internal/shard"
 )
 
 // pushSteps and popSteps are Local.Push and Local.Pop written out with the
@@ -41,7 +41,7 @@ func popSteps[T any](l *shard.Local[T]) (T, bool) {
 // the other way round, through the stack and the spill alike, in the same
 // order; counts and capacity are shared.
 func TestStepsAreTheSameStacks(t *testing.T) {
-	onOneP(t, func() {
+	ptest.OnOneP(t, func() {
 		l := shard.NewLocalSpill[int](2, 2, nil)
 		require.True(t, pushSteps(l, 0))
 		require.True(t, l.Push(1))

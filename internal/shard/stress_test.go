@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/poolkit/poolkit/shard"
+	"github.com/poolkit/poolkit/internal/shard"
 )
 
 // token is a value with an in-use flag: taking a token that is already taken
@@ -74,46 +74,6 @@ func churnLocal[T any](l *shard.Local[T], body func()) {
 	}
 	close(stop)
 	wg.Wait()
-}
-
-func TestLocalRetireDropsLeftovers(t *testing.T) {
-	var dropped atomic.Int64
-	l := shard.NewLocal[int](8, func(int) { dropped.Add(1) })
-	onOneP(t, func() {
-		for i := range 5 {
-			require.True(t, l.Push(i))
-		}
-	})
-	l.Retire()
-	require.Equal(t, 0, l.Len(), "a retired Local holds nothing")
-	_, ok := l.Pop()
-	require.False(t, ok)
-	for i := 0; i < 50 && dropped.Load() < 5; i++ {
-		runtime.GC()
-		time.Sleep(time.Millisecond) // cleanups run on their own goroutine
-	}
-	require.Equal(t, int64(5), dropped.Load(), "every retired value reaches drop")
-}
-
-func TestPopZeroesTheSlot(t *testing.T) {
-	// A popped value must become collectible: the slot is zeroed.
-	onOneP(t, func() {
-		l := shard.NewLocal[*[64]byte](4, nil)
-		var freed atomic.Int64
-		push := func() {
-			a := new([64]byte)
-			runtime.AddCleanup(a, func(int) { freed.Add(1) }, 0)
-			l.Push(a)
-		}
-		push()
-		_, _ = l.Pop()
-		for i := 0; i < 50 && freed.Load() < 1; i++ {
-			runtime.GC()
-			time.Sleep(time.Millisecond)
-		}
-		require.Equal(t, int64(1), freed.Load())
-		runtime.KeepAlive(l) // else the stacks are collected themselves
-	})
 }
 
 // stressDuration is how long the stress tests run: long enough to interleave,

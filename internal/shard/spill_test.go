@@ -9,14 +9,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/poolkit/poolkit/shard"
+	"github.com/poolkit/poolkit/internal/ptest"
+	"github.com/poolkit/poolkit/internal/shard"
 )
 
 // TestSpillTakesWhatTheStackCannot: a Push on a full stack moves the stack's
 // oldest half to the spill, so Pop returns values newest first across both
 // tiers.
 func TestSpillTakesWhatTheStackCannot(t *testing.T) {
-	onOneP(t, func() {
+	ptest.OnOneP(t, func() {
 		l := shard.NewLocalSpill[int](2, 4, nil)
 		requireFillsThenPopsNewestFirst(t, l, 6)
 		require.Equal(t, shard.Stats{Hits: 6}, l.Stats(), "spill pops on the own P are hits, not steals")
@@ -26,7 +27,7 @@ func TestSpillTakesWhatTheStackCannot(t *testing.T) {
 // TestSpillTakesTheOldestItHasRoomFor: when the spill has room for part of
 // the half-stack only, the oldest values move, and the order still holds.
 func TestSpillTakesTheOldestItHasRoomFor(t *testing.T) {
-	onOneP(t, func() {
+	ptest.OnOneP(t, func() {
 		requireFillsThenPopsNewestFirst(t, shard.NewLocalSpill[int](4, 1, nil), 5)
 	})
 }
@@ -34,7 +35,7 @@ func TestSpillTakesTheOldestItHasRoomFor(t *testing.T) {
 // TestSpillOrderWithOddAndUnitDepths: the batch is half the depth rounded
 // up; the order holds for a depth of 1 (batch 1) and an odd one (3, batch 2).
 func TestSpillOrderWithOddAndUnitDepths(t *testing.T) {
-	onOneP(t, func() {
+	ptest.OnOneP(t, func() {
 		requireFillsThenPopsNewestFirst(t, shard.NewLocalSpill[int](1, 4, nil), 5)
 		requireFillsThenPopsNewestFirst(t, shard.NewLocalSpill[int](3, 4, nil), 7)
 	})
@@ -57,7 +58,7 @@ func requireFillsThenPopsNewestFirst(t *testing.T, l *shard.Local[int], n int) {
 // TestSpillBatchesCrossTheWrap: the batch moves keep the order lap after lap
 // across the wrap of the spill's uint32 positions.
 func TestSpillBatchesCrossTheWrap(t *testing.T) {
-	onOneP(t, func() {
+	ptest.OnOneP(t, func() {
 		l := shard.NewLocalSpill[int](4, 8, nil)
 		l.StartSpillAt(0, math.MaxUint32-5)
 		for lap := range 4 {
@@ -73,7 +74,7 @@ func TestSpillBatchesCrossTheWrap(t *testing.T) {
 // there from the stack, refilled back) become collectable once popped: the
 // stack slots and spill cells they left are zeroed.
 func TestSpillPathZeroesWhatItMoves(t *testing.T) {
-	onOneP(t, func() {
+	ptest.OnOneP(t, func() {
 		l := shard.NewLocalSpill[*[64]byte](4, 4, nil)
 		var freed atomic.Int64
 		for range 7 { // the stack ends one short of full: a slot the move left is not reused
