@@ -3,7 +3,9 @@ package bytepool_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -130,5 +132,163 @@ func TestBufferWriteOfItsOwnContent(t *testing.T) {
 				b.Release()
 			}
 		})
+	}
+}
+
+// TestBufferMatchesBytesBuffer runs the same random sequence of reads and
+// writes on a Buffer and a bytes.Buffer and requires the same results,
+// content and length after every step.
+func TestBufferMatchesBytesBuffer(t *testing.T) {
+	p := newPool(t, allocator{}, bytepool.Config{MinSize: 64, MaxSize: 1 << 16})
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		got := p.NewBuffer(r.IntN(200))
+		var want bytes.Buffer
+		chunk := func() string { return strings.Repeat(string(rune('a'+r.IntN(26))), r.IntN(300)) }
+		for step := range 2000 {
+			var g, w string
+			switch op := r.IntN(11); op {
+			case 0:
+				s := chunk()
+				n1, e1 := got.Write([]byte(s))
+				n2, e2 := want.Write([]byte(s))
+				g, w = fmt.Sprint(n1, e1), fmt.Sprint(n2, e2)
+			case 1:
+				s := chunk()
+				n1, _ := got.WriteString(s)
+				n2, _ := want.WriteString(s)
+				g, w = fmt.Sprint(n1), fmt.Sprint(n2)
+			case 2:
+				c := byte(r.IntN(256))
+				g, w = fmt.Sprint(got.WriteByte(c)), fmt.Sprint(want.WriteByte(c))
+			case 3:
+				c := rune(r.IntN(0x10ffff))
+				n1, _ := got.WriteRune(c)
+				n2, _ := want.WriteRune(c)
+				g, w = fmt.Sprint(n1), fmt.Sprint(n2)
+			case 4:
+				k := r.IntN(400)
+				b1, b2 := make([]byte, k), make([]byte, k)
+				n1, e1 := got.Read(b1)
+				n2, e2 := want.Read(b2)
+				g, w = fmt.Sprint(n1, e1, string(b1[:n1])), fmt.Sprint(n2, e2, string(b2[:n2]))
+			case 5:
+				c1, e1 := got.ReadByte()
+				c2, e2 := want.ReadByte()
+				g, w = fmt.Sprint(c1, e1), fmt.Sprint(c2, e2)
+			case 6:
+				k := r.IntN(400)
+				g, w = string(got.Next(k)), string(want.Next(k))
+			case 7:
+				k := r.IntN(want.Len() + 1)
+				got.Truncate(k)
+				want.Truncate(k)
+			case 8:
+				var o1, o2 bytes.Buffer
+				n1, e1 := got.WriteTo(&o1)
+				n2, e2 := want.WriteTo(&o2)
+				g, w = fmt.Sprint(n1, e1, o1.String()), fmt.Sprint(n2, e2, o2.String())
+			case 9:
+				s := chunk()
+				n1, e1 := got.ReadFrom(strings.NewReader(s))
+				n2, e2 := want.ReadFrom(strings.NewReader(s))
+				g, w = fmt.Sprint(n1, e1), fmt.Sprint(n2, e2)
+			case 10:
+				if r.IntN(4) == 0 {
+					got.Reset()
+					want.Reset()
+				} else {
+					k := r.IntN(500)
+					got.Grow(k)
+					want.Grow(k)
+				}
+			}
+			if g != w || got.String() != want.String() || got.Len() != want.Len() || !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Fatalf("seed %d step %d: got %q (content %q), bytes.Buffer %q (content %q)", seed, step, g, got.String(), w, want.String())
+			}
+		}
+		got.Free()
+	}
+}
+
+// TestBufferWriteOfItsContentAfterReads appends a Buffer's unread content to
+// itself once some of it has been read, where the unread part may slide to
+// the front of the storage: the appended copy must be what was unread.
+func TestBufferWriteOfItsContentAfterReads(t *testing.T) {
+	p := newPool(t, allocator{}, bytepool.Config{MinSize: 64, ZeroOnPut: true})
+	for read := range 64 {
+		b := p.NewBuffer(64)
+		_, _ = b.WriteString(strings.Repeat("0123456789abcdef", 4))
+		b.Next(read)
+		want := b.String() + b.String()
+		_, _ = b.Write(b.Bytes())
+		if b.String() != want {
+			t.Fatalf("after reading %d: content %q, want %q", read, b.String(), want)
+		}
+		b.Free()
+	}
+}
+
+func TestBufferTruncateOutOfRangePanics(t *testing.T) {
+	for _, n := range []int{-1, 4} {
+		func() {
+			defer func() {
+				if r, _ := recover().(string); !strings.HasPrefix(r, "bytepool: ") {
+					t.Fatalf("Truncate(%d): recover() = %q", n, r)
+				}
+			}()
+			var b bytepool.Buffer
+			_, _ = b.WriteString("abc")
+			b.Truncate(n)
+		}()
+	}
+}
+
+// TestBufferIOWriterRoundTripAllocatesNothing: a Buffer from NewBuffer,
+// written through an io.Writer, read out and freed, allocates nothing once
+// the pool and the header cache are warm.
+func TestBufferIOWriterRoundTripAllocatesNothing(t *testing.T) {
+	p := newPool(t, allocator{}, bytepool.Config{})
+	payload := bytes.Repeat([]byte("x"), 3000)
+	roundTrip := func() {
+		b := p.NewBuffer(0)
+		var w io.Writer = b
+		_, _ = w.Write(payload)
+		_, _ = b.WriteTo(io.Discard)
+		b.Free()
+	}
+	roundTrip()
+	if n := testing.AllocsPerRun(1000, roundTrip); n != 0 {
+		t.Fatalf("%v allocs per round trip, want 0", n)
+	}
+}
+
+// TestBufferReadFromOfKnownSizeStaysInItsClass: a body whose size ReadFrom
+// knows (a strings.Reader), or that the caller announced with Grow, is read
+// into the class of its size, even when it fills that class exactly.
+func TestBufferReadFromOfKnownSizeStaysInItsClass(t *testing.T) {
+	p := newPool(t, allocator{}, bytepool.Config{MinSize: 64})
+	for _, n := range []int{64, 1000, 1500, 4096, 9000, 65536} {
+		body := strings.Repeat("z", n)
+		class := p.ClassSize(n)
+
+		b := p.NewBuffer(0)
+		if got, err := b.ReadFrom(strings.NewReader(body)); err != nil || got != int64(n) || b.String() != body {
+			t.Fatalf("ReadFrom(strings.Reader of %d): %d, %v", n, got, err)
+		}
+		if b.Cap() != class {
+			t.Errorf("ReadFrom(strings.Reader of %d): Cap %d, want its class %d", n, b.Cap(), class)
+		}
+		b.Free()
+
+		b = p.NewBuffer(0)
+		b.Grow(n)
+		if got, err := b.ReadFrom(iotest.HalfReader(strings.NewReader(body))); err != nil || got != int64(n) || b.String() != body {
+			t.Fatalf("Grow(%d), ReadFrom: %d, %v", n, got, err)
+		}
+		if b.Cap() != class {
+			t.Errorf("Grow(%d), ReadFrom: Cap %d, want its class %d", n, b.Cap(), class)
+		}
+		b.Free()
 	}
 }

@@ -545,3 +545,41 @@ func getThenPut(p *bytepool.Pool, k, n int) {
 		p.Put(b)
 	}
 }
+
+// TestZeroPoolIsUsable: the zero Pool gets, puts, trims and reports Stats
+// with the defaults of the zero Config, and reuses what was Put.
+func TestZeroPoolIsUsable(t *testing.T) {
+	var p bytepool.Pool
+	p.Put(nil)
+	p.Put(make([]byte, 0))
+	b := p.Get(1000)
+	if len(b) != 1000 || cap(b) != p.ClassSize(1000) {
+		t.Fatalf("Get(1000): len %d cap %d", len(b), cap(b))
+	}
+	b[0] = 42
+	p.Put(b)
+	if c := p.Get(1000); &c[0] != &b[0] {
+		t.Fatal("the zero Pool did not reuse the buffer it was given")
+	}
+	s := p.Stats()
+	if s.LocalHits == 0 || s.MaxRetained <= 0 || s.MaxRetained > bytepool.DefaultMaxRetained {
+		t.Fatalf("Stats %+v", s)
+	}
+	buf := p.NewBuffer(10)
+	_, _ = buf.WriteString("hello")
+	buf.Free()
+	p.Trim()
+	var q bytepool.Pool
+	q.Trim() // nothing made, nothing to do
+}
+
+// TestTrimOfAnEmptyPoolAllocatesNothing: Trim leaves the per-P tiers that
+// hold nothing as they are.
+func TestTrimOfAnEmptyPoolAllocatesNothing(t *testing.T) {
+	p := newPool(t, allocator{}, bytepool.Config{})
+	p.Put(p.Get(1000))
+	p.Trim()
+	if n := testing.AllocsPerRun(100, p.Trim); n != 0 {
+		t.Fatalf("Trim of an empty pool: %v allocs, want 0", n)
+	}
+}

@@ -6,7 +6,12 @@ import "time"
 func (p *Pool) Ticks() uint64 { return p.ticks.Load() }
 
 // ClassSize returns the class size Get(n) uses (n <= MaxSize).
-func (p *Pool) ClassSize(n int) int { return p.classes[p.classIndex(n)].size }
+func (p *Pool) ClassSize(n int) int {
+	if p.maxSize == 0 {
+		return p.made().ClassSize(n)
+	}
+	return p.classes[p.classIndex(n)].size
+}
 
 // Plan is one class's retention plan.
 type Plan struct{ Size, Depth, Spill, ExCap int }

@@ -44,11 +44,23 @@ import (
 // GC cycles (see Config.IdleTimeout and Config.IdleCycles) without any
 // goroutine of the pool's own; Trim releases everything at once.
 //
+// The zero Pool is ready to use, with the defaults of the zero Config: on
+// first use it makes a Pool with New(Config{}) and forwards every call to it,
+// which costs each call a few nanoseconds that a Pool from New does not pay.
+//
 // A Pool is safe for concurrent use by any number of goroutines. A Put
 // synchronizes before the Get that returns the same buffer. A Pool must not be
 // copied after first use.
 type Pool struct {
 	_ noCopy
+	// zero is, for the zero Pool only (maxSize 0), the Pool it made on first
+	// use and forwards to; made under zeroOnce.
+	zero     atomic.Pointer[Pool]
+	zeroOnce sync.Once
+	// buffers caches the headers of Buffers that NewBuffer handed out and
+	// Buffer.Free gave back.
+	buffers sync.Pool
+
 	// Read-only after New. hot holds what the fast path reads of each class,
 	// 16 bytes a class, indexed by the class's log2 size, so that the fast
 	// path indexes it with the shift it computes anyway (masked to 6 bits:
@@ -256,13 +268,16 @@ func (p *Pool) GetZeroed(n int) []byte {
 	return b
 }
 
-// getOther is Get for n <= 0 and n > maxSize.
+// getOther is Get for n <= 0 and n > maxSize, and every Get of the zero
+// Pool.
 func (p *Pool) getOther(n int) []byte {
 	switch {
 	case n < 0:
 		panic("bytepool: Get: negative size")
 	case n == 0:
 		return p.Get(1)[:0]
+	case p.maxSize == 0:
+		return p.made().Get(n)
 	}
 	p.oversize.Add(1)
 	return make([]byte, n)
@@ -344,6 +359,10 @@ func (p *Pool) Put(b []byte) {
 // nil): cap(b) is exactly a class size. It recomputes the class, so that Put
 // keeps less alive across its calls.
 func (p *Pool) putFull(b []byte, local bool) {
+	if p.maxSize == 0 { // the zero Pool, for a slice of capacity 0
+		p.made().Put(b)
+		return
+	}
 	cl := &p.classes[bits.Len(uint(cap(b)))-1-p.minShift]
 	if local && cl.local.Push(unsafe.Pointer(unsafe.SliceData(b))) {
 		return
@@ -355,6 +374,10 @@ func (p *Pool) putFull(b []byte, local bool) {
 // capacities, foreign capacities (re-sliced to their class), ZeroOnPut and the
 // debug table.
 func (p *Pool) putOther(b []byte) {
+	if p.maxSize == 0 {
+		p.made().Put(b)
+		return
+	}
 	c := cap(b)
 	if c < p.minSize {
 		if c > 0 {
@@ -390,6 +413,21 @@ func (p *Pool) putSlow(cl *class, b []byte) {
 	release(p.alloc, b)
 }
 
+// made returns the Pool a zero Pool forwards to, making it on first use.
+func (p *Pool) made() *Pool {
+	if q := p.zero.Load(); q != nil {
+		return q
+	}
+	p.zeroOnce.Do(func() {
+		q, err := New(Config{})
+		if err != nil {
+			panic("bytepool: bug: the zero Config was rejected: " + err.Error())
+		}
+		p.zero.Store(q)
+	})
+	return p.zero.Load()
+}
+
 // release gives a dropped buffer back to the allocator if it owns it.
 func release(a Allocator, b []byte) {
 	if a.Owns(b) {
@@ -402,6 +440,12 @@ func release(a Allocator, b []byte) {
 // goroutine can still be using them) and drains each exchange. Retained bytes
 // in Stats are zero afterwards, apart from Puts that run concurrently.
 func (p *Pool) Trim() {
+	if p.maxSize == 0 {
+		if q := p.zero.Load(); q != nil {
+			q.Trim()
+		}
+		return
+	}
 	p.trimMu.Lock()
 	defer p.trimMu.Unlock()
 	for i := range p.classes {
@@ -410,8 +454,11 @@ func (p *Pool) Trim() {
 	}
 }
 
+// retireLocal retires class i's per-P tiers if they hold anything: a Local
+// with nothing to give back is left as it is, so that trimming an empty pool
+// allocates nothing.
 func (p *Pool) retireLocal(i int) {
-	if cl := &p.classes[i]; cl.local != nil {
+	if cl := &p.classes[i]; cl.local != nil && cl.local.Len() > 0 {
 		cl.local.Retire()
 	}
 }

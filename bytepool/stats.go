@@ -86,6 +86,9 @@ type ClassStats struct {
 // Stats returns a snapshot of the pool's counters. It allocates; do not call
 // it on a hot path.
 func (p *Pool) Stats() Stats {
+	if p.maxSize == 0 {
+		return p.made().Stats()
+	}
 	s := Stats{Procs: p.procs, Oversize: p.oversize.Load(), Classes: make([]ClassStats, len(p.classes))}
 	s.Drops = p.unfiled.Load()
 	for i := range p.classes {

@@ -34,18 +34,18 @@ func newHandler(bp *bytepool.Pool) http.Handler {
 	return mux
 }
 
-// readBody reads r's body into a pooled buffer; the caller releases it. On
+// readBody reads r's body into a pooled buffer; the caller frees it. On
 // failure it has answered the request and returns nil.
 func (s *server) readBody(w http.ResponseWriter, r *http.Request) *bytepool.Buffer {
-	// Room for the announced length, plus the free space Buffer.ReadFrom
-	// wants before each read (the last one finds io.EOF): no regrowth.
+	// Room for the announced length: ReadFrom fills it and grows no
+	// further when the body is that long.
 	size := 0
 	if r.ContentLength > 0 && r.ContentLength <= maxBody {
-		size = int(r.ContentLength) + 512
+		size = int(r.ContentLength)
 	}
 	in := s.bp.NewBuffer(size)
 	if _, err := in.ReadFrom(http.MaxBytesReader(w, r.Body, maxBody)); err != nil {
-		in.Release()
+		in.Free()
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			http.Error(w, "body larger than "+strconv.Itoa(maxBody)+" bytes", http.StatusRequestEntityTooLarge)
@@ -71,9 +71,9 @@ func (s *server) upper(w http.ResponseWriter, r *http.Request) {
 	if in == nil {
 		return
 	}
-	defer in.Release()
+	defer in.Free()
 	out := s.bp.NewBuffer(in.Len())
-	defer out.Release()
+	defer out.Free()
 	for _, c := range bytes.Runes(in.Bytes()) {
 		out.WriteRune(unicode.ToUpper(c))
 	}
@@ -85,10 +85,10 @@ func (s *server) count(w http.ResponseWriter, r *http.Request) {
 	if in == nil {
 		return
 	}
-	defer in.Release()
+	defer in.Free()
 	b := in.Bytes()
 	out := s.bp.NewBuffer(64)
-	defer out.Release()
+	defer out.Free()
 	out.WriteString("lines=")
 	out.WriteString(strconv.Itoa(bytes.Count(b, []byte{'\n'})))
 	out.WriteString(" words=")
