@@ -5,6 +5,7 @@ package bytepool
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -17,13 +18,12 @@ import (
 // not counted in the heap goal, so a pool with a large budget does not make
 // the GC run more often, but nothing reclaims a buffer the program loses
 // either: a buffer that is never Put back stays mapped until the process
-// exits. Memory is given back to the kernel (munmap) exactly when the pool
-// lets a buffer go: a Put dropped over the retention bound; Trim, or idle
-// trimming at a GC cycle, draining an exchange; and the buffers of per-P
-// stacks that Trim retired, through the stacks' drop callback, from the
-// runtime cleanup that runs once those stacks are unreachable. When an
-// unreachable Pool is collected, a runtime cleanup releases everything it
-// retained the same way.
+// exits. Memory is given back to the kernel (munmap) when a pool lets a
+// buffer go: a Put dropped over the retention bound, Trim, idle trimming at
+// a GC cycle, and the runtime cleanup of a collected Pool. A mapping Put into
+// another pool, whatever that pool's allocator, is unmapped by the Mmap that
+// made it when that pool lets it go. How many bytes may stay mapped beyond
+// the pool's MaxRetained, and for how long, is said on Pool.Trim.
 //
 // Every allocation costs an mmap system call and at least one page, so this
 // allocator suits large classes (Config.MinSize of 4 KiB or more); with
@@ -32,19 +32,30 @@ import (
 // Only slices it returned, with their original first element and capacity,
 // are owned (Owns): a re-sliced or foreign slice is never unmapped.
 type Mmap struct {
-	lock bool
-	mu   sync.Mutex
-	// live maps the first address of each live mapping to its size.
-	// Guarded by mu.
-	live map[uintptr]int
+	lock   bool
+	mapped atomic.Int64 // bytes of the live mappings made by this Mmap
+}
+
+// mappings is every live mapping of every Mmap, so that a pool can give a
+// buffer back to the Mmap that made it (freeMapped) whichever pool it was
+// Put into.
+var mappings struct {
+	mu sync.Mutex
+	// live maps the first address of each live mapping to its size and
+	// maker. Guarded by mu.
+	live map[uintptr]mapping
+	n    atomic.Int64 // len(live), read without mu to skip the lookup
+}
+
+type mapping struct {
+	size int
+	m    *Mmap
 }
 
 // NewMmap returns an Mmap allocator; with lock set, each buffer is locked in
 // RAM with mlock (subject to RLIMIT_MEMLOCK: a failure is reported by
 // Allocate, and the pool then falls back to the Go heap for that buffer).
-func NewMmap(lock bool) *Mmap {
-	return &Mmap{lock: lock, live: make(map[uintptr]int)}
-}
+func NewMmap(lock bool) *Mmap { return &Mmap{lock: lock} }
 
 // Allocate maps size bytes of zeroed memory.
 func (m *Mmap) Allocate(size int) ([]byte, error) {
@@ -61,9 +72,14 @@ func (m *Mmap) Allocate(size int) ([]byte, error) {
 			return nil, fmt.Errorf("bytepool: mlock %d bytes: %w", size, err)
 		}
 	}
-	m.mu.Lock()
-	m.live[addr(b)] = cap(b)
-	m.mu.Unlock()
+	mappings.mu.Lock()
+	if mappings.live == nil {
+		mappings.live = make(map[uintptr]mapping)
+	}
+	mappings.live[addr(b)] = mapping{cap(b), m}
+	mappings.n.Add(1)
+	mappings.mu.Unlock()
+	m.mapped.Add(int64(cap(b)))
 	return b, nil
 }
 
@@ -73,42 +89,51 @@ func (m *Mmap) Owns(b []byte) bool {
 	if cap(b) == 0 {
 		return false
 	}
-	m.mu.Lock()
-	n, ok := m.live[addr(b)]
-	m.mu.Unlock()
-	return ok && n == cap(b)
+	mappings.mu.Lock()
+	mp, ok := mappings.live[addr(b)]
+	mappings.mu.Unlock()
+	return ok && mp == mapping{cap(b), m}
 }
 
 // Free unmaps b if this allocator owns it, and does nothing otherwise.
-func (m *Mmap) Free(b []byte) {
+func (m *Mmap) Free(b []byte) { unmap(b, m) }
+
+// Mapped returns the number of bytes currently mapped by this allocator.
+func (m *Mmap) Mapped() int64 { return m.mapped.Load() }
+
+// freeMapped unmaps b if it is exactly a live mapping of any Mmap, through
+// that Mmap. Pools call it for the buffers they let go that their own
+// allocator does not own.
+func freeMapped(b []byte) {
+	if mappings.n.Load() > 0 {
+		unmap(b, nil)
+	}
+}
+
+// unmap unmaps b if it is exactly a live mapping made by m (by any Mmap if
+// m is nil).
+func unmap(b []byte, m *Mmap) {
 	if cap(b) == 0 {
 		return
 	}
 	k := addr(b)
-	m.mu.Lock()
-	n, ok := m.live[k]
-	if ok && n == cap(b) {
-		delete(m.live, k)
+	mappings.mu.Lock()
+	mp, ok := mappings.live[k]
+	ok = ok && mp.size == cap(b) && (m == nil || mp.m == m)
+	if ok {
+		delete(mappings.live, k)
+		mappings.n.Add(-1)
 	}
-	m.mu.Unlock()
-	if ok && n == cap(b) {
-		// munmap also unlocks locked pages. It fails only on arguments
-		// that did not come from Mmap, which the table rules out.
-		if err := syscall.Munmap(b[:cap(b)]); err != nil {
-			panic("bytepool: bug: munmap: " + err.Error())
-		}
+	mappings.mu.Unlock()
+	if !ok {
+		return
 	}
-}
-
-// Mapped returns the number of bytes currently mapped by this allocator.
-func (m *Mmap) Mapped() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var s int64
-	for _, n := range m.live {
-		s += int64(n)
+	mp.m.mapped.Add(-int64(mp.size))
+	// munmap also unlocks locked pages. It fails only on arguments that did
+	// not come from Mmap, which the table rules out.
+	if err := syscall.Munmap(b[:cap(b)]); err != nil {
+		panic("bytepool: bug: munmap: " + err.Error())
 	}
-	return s
 }
 
 func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }

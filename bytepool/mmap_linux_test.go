@@ -2,8 +2,88 @@
 
 package bytepool_test
 
-import "github.com/poolkit/poolkit/bytepool"
+import (
+	"runtime"
+	"runtime/debug"
+	"testing"
+
+	"github.com/poolkit/poolkit/bytepool"
+	"github.com/poolkit/poolkit/internal/ptest"
+)
 
 func platformAllocators() []allocator {
 	return []allocator{{name: "Mmap", make: func() bytepool.Allocator { return bytepool.NewMmap(false) }}}
+}
+
+// TestMappedBytesStayWithinBudgetWithGCOff: with the GC off, so that no
+// runtime cleanup runs, 800 rounds of a burst on every P, each followed by
+// Trim, keep the bytes the pool's Mmap has mapped, whenever no buffer is out,
+// within MaxRetained plus one retired set of stacks per class (Depth × P
+// buffers of the class), the slack Pool.Trim documents.
+func TestMappedBytesStayWithinBudgetWithGCOff(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	const budget = 8 << 20
+	m := bytepool.NewMmap(false)
+	p := newPool(t, allocator{}, bytepool.Config{MinSize: 4 << 10, MaxSize: 1 << 20, MaxRetained: budget, Allocator: m})
+	s := p.Stats()
+	var slack int64
+	for _, c := range s.Classes {
+		slack += int64(c.Depth * s.Procs * c.Size)
+	}
+	rounds := 800
+	if testing.Short() || raceEnabled {
+		rounds = 100
+	}
+	procs := runtime.GOMAXPROCS(0)
+	for round := range rounds {
+		ptest.OnEachP(procs, func() {
+			held := make([][]byte, 0, 48)
+			for i := range cap(held) {
+				held = append(held, p.Get((4<<10)<<(i%6)+i))
+			}
+			for _, b := range held {
+				p.Put(b)
+			}
+		})
+		if mapped := m.Mapped(); mapped > budget+slack {
+			t.Fatalf("round %d, after the Puts: %d bytes mapped, above MaxRetained %d + slack %d", round, mapped, budget, slack)
+		}
+		p.Trim()
+		if mapped := m.Mapped(); mapped > slack {
+			t.Fatalf("round %d, after Trim: %d bytes mapped, above the slack %d", round, mapped, slack)
+		}
+	}
+}
+
+// TestMappingPutIntoAHeapPoolIsUnmappedByItsMaker: a buffer an Mmap made,
+// Put into a pool on the Go heap, is unmapped when that pool lets it go,
+// whether it drops it (no room) or Trim releases it.
+func TestMappingPutIntoAHeapPoolIsUnmappedByItsMaker(t *testing.T) {
+	m := bytepool.NewMmap(false)
+	full := newPool(t, allocator{}, bytepool.Config{MinSize: 4 << 10, MaxRetained: 1})
+	b, err := m.Allocate(4 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full.Put(b)
+	if mapped := m.Mapped(); mapped != 0 {
+		t.Fatalf("dropped by a pool that retains nothing: %d bytes still mapped", mapped)
+	}
+	ptest.OnOneP(t, func() {
+		p := newPool(t, allocator{}, bytepool.Config{MinSize: 4 << 10})
+		for _, size := range []int{4 << 10, 64 << 10} {
+			b, err := m.Allocate(size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Put(b)
+		}
+		if mapped := m.Mapped(); mapped == 0 {
+			t.Fatal("the heap pool did not keep the mappings")
+		}
+		p.Trim()
+		if mapped := m.Mapped(); mapped != 0 {
+			t.Fatalf("after Trim: %d bytes still mapped", mapped)
+		}
+	})
 }

@@ -42,7 +42,9 @@ import (
 // new P: the budget is not re-split. Stats.MaxRetained reports the bound as
 // it stands. Retained memory that is not reused is released at
 // GC cycles (see Config.IdleTimeout and Config.IdleCycles) without any
-// goroutine of the pool's own; Trim releases everything at once.
+// goroutine of the pool's own; Trim releases it at once (see Trim for the
+// little it must leave to the next GC cycle, and the bound that holds with
+// the GC off).
 //
 // The zero Pool is ready to use, with the defaults of the zero Config: on
 // first use it makes a Pool with New(Config{}) and forwards every call to it,
@@ -128,7 +130,11 @@ type class struct {
 	allocFails atomic.Uint64 // of those, allocator failures (fell back to make)
 	drops      atomic.Uint64 // Puts filed under this class but dropped (full)
 	released   atomic.Uint64 // buffers released by Trim or idle trimming
-	_          cacheline.Pad
+	// drainedHits and drainedSteals are the pops of the per-P tiers that
+	// were drains (Trim, idle trimming), not Gets: Local counts them as hits
+	// or steals (see drainLocal).
+	drainedHits, drainedSteals atomic.Uint64
+	_                          cacheline.Pad
 }
 
 // trimState is the GC-driven trimming state of one class. Guarded by
@@ -137,6 +143,10 @@ type trimState struct {
 	localSeen, exSeen uint64    // hit counts at the previous tick
 	localIdle, exIdle int       // consecutive ticks without a hit
 	localUsed, exUsed time.Time // last tick that saw a hit
+	// retired says that drainLocal retired the class's stacks, at tick
+	// retiredTick (see drainLocal).
+	retired     bool
+	retiredTick uint64
 }
 
 // New returns a Pool configured by cfg. It returns an error wrapping
@@ -193,12 +203,11 @@ func New(cfg Config) (*Pool, error) {
 		}
 		p.trim[i] = trimState{localUsed: now, exUsed: now}
 	}
-	if _, heap := alloc.(Heap); !heap || debugTracking {
-		// Buffers that are not the GC's (or that the debug table tracks)
-		// must be given back when the Pool is collected. The cleanup holds
-		// the classes, which do not reach the Pool.
-		runtime.AddCleanup(p, releaseAll, releaseArg{p.classes, alloc})
-	}
+	// Buffers that are not the GC's (the allocator's, or mappings Put into
+	// a heap pool) and those the debug table tracks must be given back when
+	// the Pool is collected. The cleanup holds the classes, which do not
+	// reach the Pool.
+	runtime.AddCleanup(p, releaseAll, releaseArg{p.classes, alloc})
 	armTrim(p)
 	return p, nil
 }
@@ -428,17 +437,36 @@ func (p *Pool) made() *Pool {
 	return p.zero.Load()
 }
 
-// release gives a dropped buffer back to the allocator if it owns it.
+// release gives a buffer the pool lets go back to the allocator that made
+// it: the pool's own if it owns b, else the Mmap that mapped it, if any (a
+// buffer Put into a pool other than its own); heap buffers are left to the
+// garbage collector.
 func release(a Allocator, b []byte) {
 	if a.Owns(b) {
 		a.Free(b)
+	} else {
+		freeMapped(b)
 	}
 }
 
-// Trim releases every buffer the pool retains: it retires each class's per-P
-// stacks at once (their buffers are released from a runtime cleanup once no
-// goroutine can still be using them) and drains each exchange. Retained bytes
-// in Stats are zero afterwards, apart from Puts that run concurrently.
+// Trim releases the buffers the pool retains. Before it returns, it gives
+// back to their allocator every buffer in the exchanges and in the per-P
+// tiers the calling goroutine can reach: the stack of the P it runs on and
+// every P's spill. The other Ps' stacks (at most Depth buffers per class and
+// P), which only their owners touch, it retires: they are emptied at once
+// and their buffers released by a runtime cleanup after the next GC cycle or
+// two. Retained bytes in Stats are zero afterwards, apart from Puts that run
+// concurrently, and from one case: while the stacks a previous Trim (or idle
+// trimming) retired in a class still wait for their cycle, Trim leaves that
+// class's other stacks in place, so that retired stacks never pile up.
+//
+// So the memory a pool holds stays within MaxRetained plus, per class, one
+// retired set of stacks awaiting its GC cycle (Depth × P buffers of the
+// class; in practice those of the Ps other than Trim's), whatever the
+// allocator and GC setting: with GOGC=off that set is never released, and no
+// further retiring happens in that class, but Trim still releases
+// everything else. A GOMAXPROCS increase adds, until the next cycle, the
+// per-P tiers of the old count (see Pool).
 func (p *Pool) Trim() {
 	if p.maxSize == 0 {
 		if q := p.zero.Load(); q != nil {
@@ -449,18 +477,56 @@ func (p *Pool) Trim() {
 	p.trimMu.Lock()
 	defer p.trimMu.Unlock()
 	for i := range p.classes {
-		p.retireLocal(i)
+		p.drainLocal(i)
 		p.drainExchange(i)
 	}
 }
 
-// retireLocal retires class i's per-P tiers if they hold anything: a Local
-// with nothing to give back is left as it is, so that trimming an empty pool
-// allocates nothing.
-func (p *Pool) retireLocal(i int) {
-	if cl := &p.classes[i]; cl.local != nil && cl.local.Len() > 0 {
-		cl.local.Retire()
+// drainLocal releases what class i's per-P tiers hold (see Trim): what the
+// calling goroutine can pop, at once; the other Ps' stacks by retiring them,
+// unless a set retired earlier still awaits its cleanup. Called with trimMu
+// held.
+func (p *Pool) drainLocal(i int) {
+	cl, st := &p.classes[i], &p.trim[i]
+	l := cl.local
+	if l == nil {
+		return
 	}
+	// Each Pop counts a hit or a steal on the Local (Local.Stats): note how
+	// many of each the drain made, so that Stats and the idle rules count
+	// only Gets.
+	before := l.Stats()
+	var drained uint64
+	for {
+		ptr, ok := l.Pop()
+		if !ok {
+			break
+		}
+		drained++
+		cl.released.Add(1)
+		b := unsafe.Slice((*byte)(ptr), cl.size)
+		debugForget(b)
+		release(p.alloc, b)
+	}
+	if drained > 0 {
+		// Concurrent Gets may have counted too; a drain's pop is a steal
+		// only if the steals grew.
+		after := l.Stats()
+		steals := min(after.Steals-before.Steals, drained)
+		cl.drainedSteals.Add(steals)
+		cl.drainedHits.Add(drained - steals)
+	}
+	if l.Len() == 0 {
+		return
+	}
+	// Another P's stack holds buffers. A set retired earlier is released
+	// by the cleanup that the GC cycle after its Retire queues; two ticks
+	// (two cycles) after it, that has happened.
+	if now := p.ticks.Load(); st.retired && now < st.retiredTick+2 {
+		return
+	}
+	l.Retire()
+	st.retired, st.retiredTick = true, p.ticks.Load()
 }
 
 func (p *Pool) drainExchange(i int) { drain(&p.classes[i], p.alloc) }
@@ -500,12 +566,25 @@ type releaseArg struct {
 }
 
 // releaseAll runs from a runtime cleanup once a Pool is unreachable: it gives
-// back everything the pool retained.
+// back everything the pool retained. No goroutine can use the pool any more,
+// but only the owner of a stack can pop it: the spills and the stack of the
+// cleanup's P are drained here, the rest retired.
 func releaseAll(a releaseArg) {
 	for i := range a.classes {
 		cl := &a.classes[i]
 		if cl.local != nil {
-			cl.local.Retire()
+			for {
+				ptr, ok := cl.local.Pop()
+				if !ok {
+					break
+				}
+				b := unsafe.Slice((*byte)(ptr), cl.size)
+				debugForget(b)
+				release(a.alloc, b)
+			}
+			if cl.local.Len() > 0 {
+				cl.local.Retire()
+			}
 		}
 		drain(cl, a.alloc)
 	}

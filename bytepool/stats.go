@@ -134,10 +134,17 @@ func (p *Pool) Stats() Stats {
 }
 
 // localStats returns the counters of the class's per-P tiers, retired ones
-// included: hits on the caller's own stack or spill, and steals.
+// included, less the pops that were drains: Gets served by the caller's own
+// stack or spill (Hits), and by another P's spill (Steals).
 func (cl *class) localStats() shard.Stats {
 	if cl.local == nil {
 		return shard.Stats{}
 	}
-	return cl.local.Stats()
+	// Drains are read before the Local's counts: a drain counts itself
+	// after its pops, so every drain read here is in s (see exchangeHits).
+	dh, ds := cl.drainedHits.Load(), cl.drainedSteals.Load()
+	s := cl.local.Stats()
+	s.Hits -= min(s.Hits, dh)
+	s.Steals -= min(s.Steals, ds)
+	return s
 }

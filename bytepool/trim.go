@@ -21,9 +21,11 @@ import (
 // previous tick's. A tier that served no Get during IdleCycles consecutive
 // ticks and for at least cycleIdleFloor, or has served none for IdleTimeout
 // (as seen at a tick), is released:
-// the per-P stacks are retired at once (shard.Local.Retire), the exchange is
-// drained. Without GC cycles nothing is trimmed; the runtime forces a cycle
-// at least every two minutes, which bounds the delay.
+// the per-P tiers are drained as Trim drains them, the exchange is drained.
+// Without GC cycles nothing is trimmed. With the GC on, the runtime forces a
+// cycle at least every two minutes, which bounds the delay; with GOGC=off no
+// cycle runs unless the memory limit or runtime.GC asks for one, so idle
+// trimming never runs, and retention stays at most the budget (see Trim).
 
 // cycleIdleFloor is the least time a tier must have gone without a hit
 // before the cycle rule releases it. Without it, a program that allocates
@@ -83,7 +85,7 @@ func (p *Pool) gcTick(now time.Time) {
 			st.exIdle++
 		}
 		if cl.local != nil && p.idle(st.localIdle, st.localUsed, now) && cl.local.Len() > 0 {
-			p.retireLocal(i)
+			p.drainLocal(i)
 		}
 		if p.idle(st.exIdle, st.exUsed, now) && cl.ex.Len() > 0 {
 			p.drainExchange(i)
