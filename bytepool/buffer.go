@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/poolkit/poolkit/internal/nocopy"
 )
 
 // minRead is the free space ReadFrom makes before each Read, as bytes.Buffer.
@@ -28,7 +30,7 @@ var errNegativeRead = errors.New("bytepool: Buffer.ReadFrom: reader returned neg
 // A Buffer is not safe for concurrent use, and must not be copied after
 // first use (the copies would share storage that Release gives back).
 type Buffer struct {
-	_    noCopy
+	_    nocopy.NoCopy
 	pool *Pool  // nil: Default()
 	buf  []byte // buf[off:] is the content; storage from pool, or nil
 	off  int    // read offset: bytes before it have been read

@@ -2,11 +2,11 @@ package bytepool
 
 import (
 	"errors"
-	"fmt"
 	"math/bits"
 	"time"
 
 	"github.com/poolkit/poolkit/exchange"
+	"github.com/poolkit/poolkit/internal/configerr"
 	"github.com/poolkit/poolkit/internal/shard"
 )
 
@@ -39,9 +39,9 @@ const (
 // maxClassSize bounds Config.MaxSize.
 const maxClassSize = 1 << 30
 
-// ErrInvalidConfig is returned, wrapped with the name of the bad field, by New
-// when a Config is invalid.
-var ErrInvalidConfig = errors.New("invalid config")
+// ErrInvalidConfig is matched (errors.Is) by every error New returns for a
+// bad Config; the error's message names the field.
+var ErrInvalidConfig = errors.New("bytepool: invalid config")
 
 // ExchangeKind selects the shared reservoir each size class uses between the
 // per-P stacks. It is exchange.Kind: one choice, shared with pool.
@@ -107,8 +107,10 @@ type Config struct {
 	Allocator Allocator
 }
 
-func invalid(field, format string, args ...any) error {
-	return fmt.Errorf("bytepool: Config.%s %s: %w", field, fmt.Sprintf(format, args...), ErrInvalidConfig)
+// invalid returns the error New returns for a bad field; format starts with
+// the field's name.
+func invalid(format string, args ...any) error {
+	return configerr.New(ErrInvalidConfig, "bytepool: Config."+format, args...)
 }
 
 func isPow2(n int) bool { return n > 0 && n&(n-1) == 0 }
@@ -144,21 +146,21 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	switch {
 	case !isPow2(c.MinSize):
-		return c, invalid("MinSize", "%d is not a positive power of two", c.MinSize)
+		return c, invalid("MinSize %d is not a positive power of two", c.MinSize)
 	case !isPow2(c.MaxSize) || c.MaxSize > maxClassSize:
-		return c, invalid("MaxSize", "%d is not a power of two in [1, 1 GiB]", c.MaxSize)
+		return c, invalid("MaxSize %d is not a power of two in [1, 1 GiB]", c.MaxSize)
 	case c.MaxSize < c.MinSize:
-		return c, invalid("MaxSize", "%d is below MinSize %d", c.MaxSize, c.MinSize)
+		return c, invalid("MaxSize %d is below MinSize %d", c.MaxSize, c.MinSize)
 	case c.Depth < 1 || c.Depth > shard.MaxDepth:
-		return c, invalid("Depth", "%d is outside [1, %d]", c.Depth, shard.MaxDepth)
+		return c, invalid("Depth %d is outside [1, %d]", c.Depth, shard.MaxDepth)
 	case c.Spill > shard.MaxDepth:
-		return c, invalid("Spill", "%d is above %d", c.Spill, shard.MaxDepth)
+		return c, invalid("Spill %d is above %d", c.Spill, shard.MaxDepth)
 	case c.ExchangeCapacity < 1 || c.ExchangeCapacity > 1<<20:
-		return c, invalid("ExchangeCapacity", "%d is outside [1, 1<<20]", c.ExchangeCapacity)
+		return c, invalid("ExchangeCapacity %d is outside [1, 1<<20]", c.ExchangeCapacity)
 	case !c.Exchange.Valid():
-		return c, invalid("Exchange", "%d is not an ExchangeKind", c.Exchange)
+		return c, invalid("Exchange %d is not an ExchangeKind", c.Exchange)
 	case c.MaxRetained < 0:
-		return c, invalid("MaxRetained", "%d is negative", c.MaxRetained)
+		return c, invalid("MaxRetained %d is negative", c.MaxRetained)
 	}
 	return c, nil
 }

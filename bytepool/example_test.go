@@ -42,7 +42,7 @@ func ExampleNew() {
 func ExampleNew_invalid() {
 	_, err := bytepool.New(bytepool.Config{MinSize: 1000})
 	fmt.Println(err)
-	// Output: bytepool: Config.MinSize 1000 is not a positive power of two: invalid config
+	// Output: bytepool: Config.MinSize 1000 is not a positive power of two
 }
 
 func ExampleBuffer() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/poolkit/poolkit/exchange"
 	"github.com/poolkit/poolkit/internal/cacheline"
+	"github.com/poolkit/poolkit/internal/nocopy"
 	"github.com/poolkit/poolkit/internal/shard"
 )
 
@@ -54,7 +55,7 @@ import (
 // synchronizes before the Get that returns the same buffer. A Pool must not be
 // copied after first use.
 type Pool struct {
-	_ noCopy
+	_ nocopy.NoCopy
 	// zero is, for the zero Pool only (maxSize 0), the Pool it made on first
 	// use and forwards to; made under zeroOnce.
 	zero     atomic.Pointer[Pool]
@@ -589,10 +590,3 @@ func releaseAll(a releaseArg) {
 		drain(cl, a.alloc)
 	}
 }
-
-// noCopy may be embedded in structs that must not be copied after first use;
-// go vet's copylocks check reports copies.
-type noCopy struct{}
-
-func (*noCopy) Lock()   {}
-func (*noCopy) Unlock() {}

@@ -1,14 +1,10 @@
 package exchange
 
-import "sync/atomic"
+import (
+	"sync/atomic"
 
-// cacheLineSize is the assumed size of a cache line. 64 bytes is right for
-// amd64 and most arm64 parts; crossbeam pads to 128 on x86-64 to also defeat
-// the adjacent-line prefetcher, which this package does not try to do.
-const cacheLineSize = 64
-
-// cacheLinePad keeps the fields around it off each other's cache lines.
-type cacheLinePad struct{ _ [cacheLineSize]byte }
+	"github.com/poolkit/poolkit/internal/cacheline"
+)
 
 // Ring is a lock-free bounded multi-producer multi-consumer FIFO exchange:
 // Dmitry Vyukov's bounded MPMC queue, as in crossbeam's ArrayQueue. Make one
@@ -41,21 +37,21 @@ type cacheLinePad struct{ _ [cacheLineSize]byte }
 // sequence only grows, which is what lets a single load tell a stale head or
 // tail apart from a full or empty ring.
 type Ring[T any] struct {
-	_ cacheLinePad
+	_ cacheline.Pad
 	// mask is cap-1; read-only after NewRing.
 	mask uint64
 	// slots holds cap slots; the slice header is read-only after NewRing.
 	// Slot contents are owned as described on ringSlot.
 	slots []ringSlot[T]
-	_     cacheLinePad
+	_     cacheline.Pad
 	// head is the next position to unpark. Any Unpark may advance it by CAS;
 	// Park only reads it, to tell "full" from "a consumer is mid-Unpark".
 	head atomic.Uint64
-	_    cacheLinePad
+	_    cacheline.Pad
 	// tail is the next position to park. Any Park may advance it by CAS;
 	// Unpark only reads it, to tell "empty" from "a producer is mid-Park".
 	tail atomic.Uint64
-	_    cacheLinePad
+	_    cacheline.Pad
 }
 
 // ringSlot is one cell of a Ring. val is owned by whoever holds the slot:

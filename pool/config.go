@@ -1,11 +1,11 @@
 package pool
 
 import (
-	"fmt"
 	"runtime"
 	"time"
 
 	"github.com/poolkit/poolkit/exchange"
+	"github.com/poolkit/poolkit/internal/configerr"
 	"github.com/poolkit/poolkit/internal/shard"
 )
 
@@ -70,8 +70,10 @@ type Config struct {
 	Exchange ExchangeKind
 }
 
+// invalid returns the error New returns for a bad field; format starts with
+// the field's name.
 func invalid(format string, args ...any) error {
-	return &configError{msg: fmt.Sprintf("pool: Config."+format, args...)}
+	return configerr.New(ErrInvalidConfig, "pool: Config."+format, args...)
 }
 
 // normalize validates c and fills in the defaults.

@@ -64,11 +64,3 @@ func ctxError(ctx context.Context) *waitError {
 	}
 	return &waitError{timeout: errors.Is(err, context.DeadlineExceeded), err: err, cause: cause}
 }
-
-// configError names the bad field; it matches ErrInvalidConfig.
-type configError struct{ msg string }
-
-func (e *configError) Error() string { return e.msg }
-func (e *configError) Is(target error) bool {
-	return target == ErrInvalidConfig
-}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/poolkit/poolkit/exchange"
 	"github.com/poolkit/poolkit/internal/cacheline"
+	"github.com/poolkit/poolkit/internal/configerr"
 	"github.com/poolkit/poolkit/internal/shard"
 	"github.com/poolkit/poolkit/manager"
 )
@@ -177,7 +178,7 @@ type entry[T any] struct {
 // maintainer goroutine; Close stops it.
 func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 	if m == nil {
-		return nil, &configError{msg: "pool: New: nil Manager"}
+		return nil, configerr.New(ErrInvalidConfig, "pool: New: nil Manager")
 	}
 	cfg, err := cfg.normalize()
 	if err != nil {

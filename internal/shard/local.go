@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/poolkit/poolkit/internal/cacheline"
+	"github.com/poolkit/poolkit/internal/nocopy"
 )
 
 // MaxDepth bounds the depth of one per-P stack.
@@ -40,7 +41,7 @@ const MaxDepth = 1 << 12
 //
 // A Local must not be copied after first use.
 type Local[T any] struct {
-	_ noCopy
+	_ nocopy.NoCopy
 	// procs and stacks describe the current table for Local.Stack and the
 	// steals: its procs stacks start at stacks. Readers load procs first;
 	// publish stores stacks first. Tables never shrink, so a reader that
@@ -561,10 +562,3 @@ func drainRetired[T any](r retired[T]) {
 		s.g.unlock()
 	}
 }
-
-// noCopy may be embedded in structs that must not be copied after first use;
-// go vet's copylocks check reports copies.
-type noCopy struct{}
-
-func (*noCopy) Lock()   {}
-func (*noCopy) Unlock() {}
