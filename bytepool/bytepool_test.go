@@ -211,7 +211,7 @@ func TestZeroOnPutZeroesFiledBuffers(t *testing.T) {
 // is not an exchange hit, and nothing is counted twice. On one P, so that the
 // per-P stack is always the same one.
 func TestExchangeStatsExcludeDrains(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	ptest.OneP(t)
 	for _, kind := range []bytepool.ExchangeKind{bytepool.ExchangeRing, bytepool.ExchangeMutex} {
 		p := newPool(t, allocator{}, bytepool.Config{Depth: 1, Spill: -1, ExchangeCapacity: 4, Exchange: kind})
 		getPut := func() {
@@ -303,13 +303,8 @@ func waitReleased(t *testing.T, p *bytepool.Pool) {
 	if !ok {
 		return
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for m.Mapped() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("still mapped after Trim: %d bytes", m.Mapped())
-		}
-		runtime.GC()
-		time.Sleep(time.Millisecond)
+	if !ptest.CollectUntil(func() bool { return m.Mapped() == 0 }) {
+		t.Fatalf("still mapped after Trim: %d bytes", m.Mapped())
 	}
 }
 
@@ -377,13 +372,8 @@ func TestIdleTimeoutReleasesAtNextGC(t *testing.T) {
 func waitTick(t *testing.T, p *bytepool.Pool) {
 	t.Helper()
 	n := p.Ticks()
-	deadline := time.Now().Add(5 * time.Second)
-	for p.Ticks() == n {
-		if time.Now().After(deadline) {
-			t.Fatal("no GC tick within 5s")
-		}
-		runtime.GC()
-		runtime.Gosched()
+	if !ptest.CollectUntil(func() bool { return p.Ticks() != n }) {
+		t.Fatal("no GC tick within 5s")
 	}
 }
 
@@ -397,24 +387,18 @@ func TestUnreachablePoolStopsTicking(t *testing.T) {
 		done := make(chan struct{})
 		runtime.AddCleanup(p, func(ch chan struct{}) { close(ch) }, done)
 		p = nil
-		deadline := time.After(5 * time.Second)
-		for {
-			runtime.GC()
+		if !ptest.CollectUntil(func() bool {
 			select {
 			case <-done:
-				for mapped != nil && mapped.Mapped() != 0 {
-					select {
-					case <-deadline:
-						t.Fatalf("collected pool left %d bytes mapped", mapped.Mapped())
-					case <-time.After(time.Millisecond):
-						runtime.GC()
-					}
-				}
-				return
-			case <-deadline:
-				t.Fatal("pool never collected")
-			case <-time.After(time.Millisecond):
+				return true
+			default:
+				return false
 			}
+		}) {
+			t.Fatal("pool never collected")
+		}
+		if mapped != nil && !ptest.CollectUntil(func() bool { return mapped.Mapped() == 0 }) {
+			t.Fatalf("collected pool left %d bytes mapped", mapped.Mapped())
 		}
 	})
 }
@@ -431,7 +415,7 @@ func TestDefaultPoolStartsNoGoroutine(t *testing.T) {
 // goes to the P's spill, then to the exchange; the next burst is served by
 // the stack and spill (LocalHits) and the exchange, without allocating.
 func TestSpillHoldsWhatTheStackCannot(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	ptest.OneP(t)
 	p := newPool(t, allocator{}, bytepool.Config{Depth: 2, Spill: 4, ExchangeCapacity: 2, Exchange: bytepool.ExchangeMutex})
 	getThenPut(p, 8, 1000)
 	s := p.Stats()

@@ -31,7 +31,7 @@ func TestMappedBytesStayWithinBudgetWithGCOff(t *testing.T) {
 		slack += int64(c.Depth * s.Procs * c.Size)
 	}
 	rounds := 800
-	if testing.Short() || raceEnabled {
+	if testing.Short() || ptest.Race {
 		rounds = 100
 	}
 	procs := runtime.GOMAXPROCS(0)
@@ -69,21 +69,20 @@ func TestMappingPutIntoAHeapPoolIsUnmappedByItsMaker(t *testing.T) {
 	if mapped := m.Mapped(); mapped != 0 {
 		t.Fatalf("dropped by a pool that retains nothing: %d bytes still mapped", mapped)
 	}
-	ptest.OnOneP(t, func() {
-		p := newPool(t, allocator{}, bytepool.Config{MinSize: 4 << 10})
-		for _, size := range []int{4 << 10, 64 << 10} {
-			b, err := m.Allocate(size)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p.Put(b)
+	ptest.OneP(t)
+	p := newPool(t, allocator{}, bytepool.Config{MinSize: 4 << 10})
+	for _, size := range []int{4 << 10, 64 << 10} {
+		b, err := m.Allocate(size)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if mapped := m.Mapped(); mapped == 0 {
-			t.Fatal("the heap pool did not keep the mappings")
-		}
-		p.Trim()
-		if mapped := m.Mapped(); mapped != 0 {
-			t.Fatalf("after Trim: %d bytes still mapped", mapped)
-		}
-	})
+		p.Put(b)
+	}
+	if mapped := m.Mapped(); mapped == 0 {
+		t.Fatal("the heap pool did not keep the mappings")
+	}
+	p.Trim()
+	if mapped := m.Mapped(); mapped != 0 {
+		t.Fatalf("after Trim: %d bytes still mapped", mapped)
+	}
 }

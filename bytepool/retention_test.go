@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/poolkit/poolkit/bytepool"
+	"github.com/poolkit/poolkit/internal/ptest"
 )
 
 func TestSplitKeepsWithinBudget(t *testing.T) {
@@ -62,7 +63,7 @@ func TestRetentionBoundHoldsThroughMixedOperations(t *testing.T) {
 	forEachAllocator(t, func(t *testing.T, a allocator) {
 		p := newPool(t, a, bytepool.Config{MinSize: 64, MaxSize: 1 << 20, Depth: 4, ExchangeCapacity: 16, MaxRetained: 1 << 20})
 		ops := 1_000_000
-		if testing.Short() || raceEnabled {
+		if testing.Short() || ptest.Race {
 			ops = 100_000
 		}
 		if a.make != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/poolkit/poolkit/bytepool"
+	"github.com/poolkit/poolkit/internal/ptest"
 )
 
 // TestIntegrityUnderConcurrency: goroutines fill each buffer with a pattern of
@@ -15,7 +16,7 @@ func TestIntegrityUnderConcurrency(t *testing.T) {
 		for _, ex := range []bytepool.ExchangeKind{bytepool.ExchangeRing, bytepool.ExchangeMutex} {
 			p := newPool(t, a, bytepool.Config{MinSize: 64, MaxSize: 64 << 10, Depth: 4, ExchangeCapacity: 8, Exchange: ex})
 			iters := 3000
-			if testing.Short() || raceEnabled {
+			if testing.Short() || ptest.Race {
 				iters = 500
 			}
 			var wg sync.WaitGroup

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/poolkit/poolkit/exchange"
+	"github.com/poolkit/poolkit/internal/ptest"
 )
 
 func TestMain(m *testing.M) {
@@ -151,7 +152,7 @@ func TestNoneRefusesEverything(t *testing.T) {
 // failed one).
 func TestMPMCDeliversEveryValueOnceInProducerOrder(t *testing.T) {
 	perRun := 200_000 // values per configuration
-	if raceEnabled {
+	if ptest.Race {
 		perRun = 20_000
 	}
 	if testing.Short() {
@@ -271,18 +272,6 @@ type payload struct {
 //go:noinline
 func newPayload() *payload { return new(payload) }
 
-// collected reports whether the object behind w is collected within 20 GC
-// cycles.
-func collected(w weak.Pointer[payload]) bool {
-	for range 20 {
-		if w.Value() == nil {
-			return true
-		}
-		runtime.GC()
-	}
-	return w.Value() == nil
-}
-
 // parkOnly parks a fresh object and returns only a weak pointer to it.
 //
 //go:noinline
@@ -315,7 +304,10 @@ func TestUnparkedValueIsNotRetained(t *testing.T) {
 			// Control: a parked value is held, so the check below can fail.
 			x := mk()
 			w := parkOnly(t, x)
-			require.False(t, collected(w), "a parked value must stay reachable")
+			for range 20 {
+				runtime.GC()
+			}
+			require.NotNil(t, w.Value(), "a parked value must stay reachable")
 			runtime.KeepAlive(x)
 
 			// Through every slot, so a leftover in any slot would be caught.
@@ -325,7 +317,8 @@ func TestUnparkedValueIsNotRetained(t *testing.T) {
 				weaks = append(weaks, parkAndUnpark(t, x))
 			}
 			for i, w := range weaks {
-				require.True(t, collected(w), "value %d retained after Unpark", i)
+				require.True(t, ptest.CollectUntil(func() bool { return w.Value() == nil }),
+					"value %d retained after Unpark", i)
 			}
 			runtime.KeepAlive(x)
 		})
@@ -333,7 +326,7 @@ func TestUnparkedValueIsNotRetained(t *testing.T) {
 }
 
 func TestParkUnparkDoesNotAllocate(t *testing.T) {
-	if raceEnabled {
+	if ptest.Race {
 		t.Skip("the race detector allocates")
 	}
 	p := new(int)

@@ -11,16 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/poolkit/poolkit/internal/ptest"
 	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"
 )
-
-// onOneP runs the test with GOMAXPROCS 1, so that every Push and Pop hit the
-// same per-P stack.
-func onOneP(t *testing.T) {
-	prev := runtime.GOMAXPROCS(1)
-	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
-}
 
 func TestConfigValidationNamesTheField(t *testing.T) {
 	cases := []struct {
@@ -63,7 +57,7 @@ func TestDefaults(t *testing.T) {
 
 // Point 1: the local stack first, LIFO; a connect only when nothing is idle.
 func TestAcquireReusesIdleLIFO(t *testing.T) {
-	onOneP(t)
+	ptest.OneP(t) // every Push and Pop hit the same per-P stack
 	f := &fakeMgr{}
 	p := newPool(t, f, pool.Config{MaxSize: 4})
 	a, b := acquire(t, p), acquire(t, p)

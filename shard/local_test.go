@@ -16,33 +16,31 @@ import (
 // passes each call through and keeps the promises its docs make.
 
 func TestLocalIsNewestFirstAcrossStackAndSpill(t *testing.T) {
-	ptest.OnOneP(t, func() {
-		l := shard.NewLocalSpill[int](2, 2, nil)
-		require.Equal(t, []int{2, 2, 1}, []int{l.Depth(), l.Spill(), l.Procs()})
-		for i := range 4 {
-			require.True(t, l.Push(i), "push %d", i)
-		}
-		require.False(t, l.Push(99), "stack and spill are full")
-		require.Equal(t, 4, l.Len())
-		for want := 3; want >= 0; want-- {
-			v, ok := l.Pop()
-			require.True(t, ok)
-			require.Equal(t, want, v)
-		}
-		_, ok := l.Pop()
-		require.False(t, ok)
-		require.Equal(t, shard.Stats{Hits: 4}, l.Stats())
-	})
+	ptest.OneP(t)
+	l := shard.NewLocalSpill[int](2, 2, nil)
+	require.Equal(t, []int{2, 2, 1}, []int{l.Depth(), l.Spill(), l.Procs()})
+	for i := range 4 {
+		require.True(t, l.Push(i), "push %d", i)
+	}
+	require.False(t, l.Push(99), "stack and spill are full")
+	require.Equal(t, 4, l.Len())
+	for want := 3; want >= 0; want-- {
+		v, ok := l.Pop()
+		require.True(t, ok)
+		require.Equal(t, want, v)
+	}
+	_, ok := l.Pop()
+	require.False(t, ok)
+	require.Equal(t, shard.Stats{Hits: 4}, l.Stats())
 }
 
 func TestLocalRetireHandsLeftoversToDrop(t *testing.T) {
 	var dropped atomic.Int64
 	l := shard.NewLocal[int](8, func(int) { dropped.Add(1) })
-	ptest.OnOneP(t, func() {
-		for i := range 3 {
-			require.True(t, l.Push(i))
-		}
-	})
+	ptest.OneP(t)
+	for i := range 3 {
+		require.True(t, l.Push(i))
+	}
 	l.Retire()
 	require.Zero(t, l.Len())
 	require.True(t, ptest.CollectUntil(func() bool { return dropped.Load() == 3 }),
@@ -54,13 +52,12 @@ func TestLocalRetireHandsLeftoversToDrop(t *testing.T) {
 func TestPopLeavesNothingReachable(t *testing.T) {
 	l := shard.NewLocal[*[64]byte](4, nil)
 	var freed atomic.Bool
-	ptest.OnOneP(t, func() {
-		a := new([64]byte)
-		runtime.AddCleanup(a, func(int) { freed.Store(true) }, 0)
-		require.True(t, l.Push(a))
-		_, ok := l.Pop()
-		require.True(t, ok)
-	})
+	ptest.OneP(t)
+	a := new([64]byte)
+	runtime.AddCleanup(a, func(int) { freed.Store(true) }, 0)
+	require.True(t, l.Push(a))
+	_, ok := l.Pop()
+	require.True(t, ok)
 	require.True(t, ptest.CollectUntil(freed.Load))
 	runtime.KeepAlive(l)
 }

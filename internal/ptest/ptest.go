@@ -1,5 +1,6 @@
 // Package ptest holds helpers for poolkit's tests: goroutines on distinct
-// Ps, a single P, and waiting for the garbage collector's cleanups.
+// Ps, a single P, waiting for the garbage collector's cleanups, and whether
+// the race detector is on.
 package ptest
 
 import (
@@ -30,24 +31,28 @@ func OnEachP(n int, f func()) {
 	wg.Wait()
 }
 
-// OnOneP runs f with GOMAXPROCS 1, so that every per-P operation in f runs on
-// the same P, and restores GOMAXPROCS after.
-func OnOneP(t testing.TB, f func()) {
+// OneP runs the rest of the test with GOMAXPROCS 1, so that every per-P
+// operation in it runs on the same P, and restores GOMAXPROCS when the test
+// ends. Tests that call it must not run in parallel.
+func OneP(t testing.TB) {
 	t.Helper()
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	f()
+	prev := runtime.GOMAXPROCS(1)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
 }
 
-// CollectUntil runs the garbage collector until done reports true, giving
-// the runtime's cleanups (which run on a goroutine of their own) a moment
-// after each cycle, and reports whether done became true within 100 cycles.
+// CollectUntil runs garbage collection cycles until done reports true,
+// giving the runtime's cleanups, which run on a goroutine of their own, a
+// moment after each, and reports whether done became true within 5 seconds.
+// The bound is a failure's, never a pass's: done is an event the test waits
+// for.
 func CollectUntil(done func() bool) bool {
-	for range 100 {
-		if done() {
-			return true
+	deadline := time.Now().Add(5 * time.Second)
+	for !done() {
+		if time.Now().After(deadline) {
+			return false
 		}
 		runtime.GC()
 		time.Sleep(time.Millisecond)
 	}
-	return done()
+	return true
 }

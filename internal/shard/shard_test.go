@@ -13,16 +13,15 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestLocalIsLIFOUpToDepth(t *testing.T) {
-	ptest.OnOneP(t, func() {
-		l := shard.NewLocal[int](4, nil)
-		for i := range 4 {
-			require.True(t, l.Push(i), "push %d", i)
-		}
-		require.False(t, l.Push(99), "a full stack refuses")
-		require.Equal(t, 4, l.Len())
-		requirePopsThenEmpty(t, l, 3, 2, 1, 0)
-		require.Equal(t, uint64(4), l.Stats().Hits, "every successful Pop is counted")
-	})
+	ptest.OneP(t)
+	l := shard.NewLocal[int](4, nil)
+	for i := range 4 {
+		require.True(t, l.Push(i), "push %d", i)
+	}
+	require.False(t, l.Push(99), "a full stack refuses")
+	require.Equal(t, 4, l.Len())
+	requirePopsThenEmpty(t, l, 3, 2, 1, 0)
+	require.Equal(t, uint64(4), l.Stats().Hits, "every successful Pop is counted")
 }
 
 // requirePopsThenEmpty pops want, in order, from l, then finds it empty.

@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -17,28 +16,25 @@ import (
 // oldest half to the spill, so Pop returns values newest first across both
 // tiers.
 func TestSpillTakesWhatTheStackCannot(t *testing.T) {
-	ptest.OnOneP(t, func() {
-		l := shard.NewLocalSpill[int](2, 4, nil)
-		requireFillsThenPopsNewestFirst(t, l, 6)
-		require.Equal(t, shard.Stats{Hits: 6}, l.Stats(), "spill pops on the own P are hits, not steals")
-	})
+	ptest.OneP(t)
+	l := shard.NewLocalSpill[int](2, 4, nil)
+	requireFillsThenPopsNewestFirst(t, l, 6)
+	require.Equal(t, shard.Stats{Hits: 6}, l.Stats(), "spill pops on the own P are hits, not steals")
 }
 
 // TestSpillTakesTheOldestItHasRoomFor: when the spill has room for part of
 // the half-stack only, the oldest values move, and the order still holds.
 func TestSpillTakesTheOldestItHasRoomFor(t *testing.T) {
-	ptest.OnOneP(t, func() {
-		requireFillsThenPopsNewestFirst(t, shard.NewLocalSpill[int](4, 1, nil), 5)
-	})
+	ptest.OneP(t)
+	requireFillsThenPopsNewestFirst(t, shard.NewLocalSpill[int](4, 1, nil), 5)
 }
 
 // TestSpillOrderWithOddAndUnitDepths: the batch is half the depth rounded
 // up; the order holds for a depth of 1 (batch 1) and an odd one (3, batch 2).
 func TestSpillOrderWithOddAndUnitDepths(t *testing.T) {
-	ptest.OnOneP(t, func() {
-		requireFillsThenPopsNewestFirst(t, shard.NewLocalSpill[int](1, 4, nil), 5)
-		requireFillsThenPopsNewestFirst(t, shard.NewLocalSpill[int](3, 4, nil), 7)
-	})
+	ptest.OneP(t)
+	requireFillsThenPopsNewestFirst(t, shard.NewLocalSpill[int](1, 4, nil), 5)
+	requireFillsThenPopsNewestFirst(t, shard.NewLocalSpill[int](3, 4, nil), 7)
 }
 
 // requireFillsThenPopsNewestFirst pushes 0 to n-1 on an empty l whose
@@ -58,41 +54,35 @@ func requireFillsThenPopsNewestFirst(t *testing.T, l *shard.Local[int], n int) {
 // TestSpillBatchesCrossTheWrap: the batch moves keep the order lap after lap
 // across the wrap of the spill's uint32 positions.
 func TestSpillBatchesCrossTheWrap(t *testing.T) {
-	ptest.OnOneP(t, func() {
-		l := shard.NewLocalSpill[int](4, 8, nil)
-		l.StartSpillAt(0, math.MaxUint32-5)
-		for lap := range 4 {
-			for i := range 12 {
-				require.True(t, l.Push(i), "lap %d push %d", lap, i)
-			}
-			requirePopsThenEmpty(t, l, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+	ptest.OneP(t)
+	l := shard.NewLocalSpill[int](4, 8, nil)
+	l.StartSpillAt(0, math.MaxUint32-5)
+	for lap := range 4 {
+		for i := range 12 {
+			require.True(t, l.Push(i), "lap %d push %d", lap, i)
 		}
-	})
+		requirePopsThenEmpty(t, l, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+	}
 }
 
 // TestSpillPathZeroesWhatItMoves: values that went through the spill (moved
 // there from the stack, refilled back) become collectable once popped: the
 // stack slots and spill cells they left are zeroed.
 func TestSpillPathZeroesWhatItMoves(t *testing.T) {
-	ptest.OnOneP(t, func() {
-		l := shard.NewLocalSpill[*[64]byte](4, 4, nil)
-		var freed atomic.Int64
-		for range 7 { // the stack ends one short of full: a slot the move left is not reused
-			a := new([64]byte)
-			runtime.AddCleanup(a, func(int) { freed.Add(1) }, 0)
-			require.True(t, l.Push(a))
-		}
-		for range 7 {
-			_, ok := l.Pop()
-			require.True(t, ok)
-		}
-		for i := 0; i < 50 && freed.Load() < 7; i++ {
-			runtime.GC()
-			time.Sleep(time.Millisecond)
-		}
-		require.Equal(t, int64(7), freed.Load())
-		runtime.KeepAlive(l) // else l, slots and cells and all, is collected itself
-	})
+	ptest.OneP(t)
+	l := shard.NewLocalSpill[*[64]byte](4, 4, nil)
+	var freed atomic.Int64
+	for range 7 { // the stack ends one short of full: a slot the move left is not reused
+		a := new([64]byte)
+		runtime.AddCleanup(a, func(int) { freed.Add(1) }, 0)
+		require.True(t, l.Push(a))
+	}
+	for range 7 {
+		_, ok := l.Pop()
+		require.True(t, ok)
+	}
+	require.True(t, ptest.CollectUntil(func() bool { return freed.Load() == 7 }), "freed %d of 7", freed.Load())
+	runtime.KeepAlive(l) // else l, slots and cells and all, is collected itself
 }
 
 func TestSpillSizeIsAPowerOfTwo(t *testing.T) {
@@ -201,10 +191,7 @@ func TestLocalSpillStress(t *testing.T) {
 		}
 	})
 	l.Retire()
-	for i := 0; i < 100 && len(free) < tokens; i++ {
-		runtime.GC()
-		time.Sleep(time.Millisecond) // cleanups run on their own goroutine
-	}
+	ptest.CollectUntil(func() bool { return len(free) >= tokens })
 	require.Equal(t, tokens, len(free), "every token is back exactly once")
 	seen := map[*token]bool{}
 	for range tokens {

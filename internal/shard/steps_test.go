@@ -41,31 +41,30 @@ func popSteps[T any](l *shard.Local[T]) (T, bool) {
 // the other way round, through the stack and the spill alike, in the same
 // order; counts and capacity are shared.
 func TestStepsAreTheSameStacks(t *testing.T) {
-	ptest.OnOneP(t, func() {
-		l := shard.NewLocalSpill[int](2, 2, nil)
-		require.True(t, pushSteps(l, 0))
-		require.True(t, l.Push(1))
-		require.True(t, pushSteps(l, 2), "0 moves to the spill")
-		require.True(t, l.Push(3), "1 moves to the spill")
-		require.False(t, pushSteps(l, 4), "stack and spill are full")
-		require.Equal(t, 4, l.Len())
-		for _, want := range []int{3, 2, 1, 0} { // the stack, then the spill
-			v, ok := popSteps(l)
-			require.True(t, ok)
-			require.Equal(t, want, v)
-			require.True(t, l.Push(v))
-			v, ok = l.Pop()
-			require.True(t, ok)
-			require.Equal(t, want, v)
-			require.True(t, pushSteps(l, v))
-			v, ok = popSteps(l)
-			require.True(t, ok)
-			require.Equal(t, want, v)
-		}
-		_, ok := popSteps(l)
-		require.False(t, ok)
-		require.Equal(t, uint64(12), l.Stats().Hits)
-	})
+	ptest.OneP(t)
+	l := shard.NewLocalSpill[int](2, 2, nil)
+	require.True(t, pushSteps(l, 0))
+	require.True(t, l.Push(1))
+	require.True(t, pushSteps(l, 2), "0 moves to the spill")
+	require.True(t, l.Push(3), "1 moves to the spill")
+	require.False(t, pushSteps(l, 4), "stack and spill are full")
+	require.Equal(t, 4, l.Len())
+	for _, want := range []int{3, 2, 1, 0} { // the stack, then the spill
+		v, ok := popSteps(l)
+		require.True(t, ok)
+		require.Equal(t, want, v)
+		require.True(t, l.Push(v))
+		v, ok = l.Pop()
+		require.True(t, ok)
+		require.Equal(t, want, v)
+		require.True(t, pushSteps(l, v))
+		v, ok = popSteps(l)
+		require.True(t, ok)
+		require.Equal(t, want, v)
+	}
+	_, ok := popSteps(l)
+	require.False(t, ok)
+	require.Equal(t, uint64(12), l.Stats().Hits)
 }
 
 // TestStackHasNoStackWithoutAP: Stack returns nil for an id outside the
@@ -86,7 +85,7 @@ func TestStackHasNoStackWithoutAP(t *testing.T) {
 
 	pid := shard.Enter()
 	shard.Exit()
-	if shard.RandomIDs || raceEnabled {
+	if shard.RandomIDs || ptest.Race {
 		require.Equal(t, -1, pid, "nothing is pinned in the synchronised builds")
 	} else {
 		require.True(t, pid >= 0 && pid < runtime.GOMAXPROCS(0), "pid %d", pid)
@@ -96,7 +95,7 @@ func TestStackHasNoStackWithoutAP(t *testing.T) {
 // TestStepsGrowTheTable: on a P beyond the table (GOMAXPROCS grew), Stack
 // has no stack until a Pop or Push grows the table, as the steps do.
 func TestStepsGrowTheTable(t *testing.T) {
-	if shard.RandomIDs || raceEnabled {
+	if shard.RandomIDs || ptest.Race {
 		t.Skip("Stack never has a stack in the synchronised builds")
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))

@@ -1,5 +1,0 @@
-//go:build race
-
-package bytepool_test
-
-const raceEnabled = true

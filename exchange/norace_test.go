@@ -1,5 +1,0 @@
-//go:build !race
-
-package exchange_test
-
-const raceEnabled = false

@@ -1,5 +1,0 @@
-//go:build race
-
-package shard_test
-
-const raceEnabled = true
