@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,57 +13,11 @@ import (
 	"github.com/poolkit/poolkit/pool"
 )
 
-// benchPool is what the benchmarks drive: the pool and the baselines.
-type benchPool interface {
-	get(ctx context.Context) *obj
-	put(*obj)
-}
-
-// chanPool is the channel baseline: a buffered channel of idle objects.
-type chanPool struct{ ch chan *obj }
-
-func newChanPool(n int) *chanPool {
-	c := &chanPool{ch: make(chan *obj, n)}
-	for i := range n {
-		c.ch <- &obj{id: int64(i)}
-	}
-	return c
-}
-func (c *chanPool) get(context.Context) *obj { return <-c.ch }
-func (c *chanPool) put(o *obj)               { c.ch <- o }
-
-// mutexPool is the mutex-slice baseline: a slice under a sync.Mutex, with a
-// sync.Cond for waiters.
-type mutexPool struct {
-	mu   sync.Mutex
-	cond sync.Cond
-	idle []*obj
-}
-
-func newMutexPool(n int) *mutexPool {
-	m := &mutexPool{}
-	m.cond.L = &m.mu
-	for i := range n {
-		m.idle = append(m.idle, &obj{id: int64(i)})
-	}
-	return m
-}
-func (m *mutexPool) get(context.Context) *obj {
-	m.mu.Lock()
-	for len(m.idle) == 0 {
-		m.cond.Wait()
-	}
-	o := m.idle[len(m.idle)-1]
-	m.idle = m.idle[:len(m.idle)-1]
-	m.mu.Unlock()
-	return o
-}
-func (m *mutexPool) put(o *obj) {
-	m.mu.Lock()
-	m.idle = append(m.idle, o)
-	m.mu.Unlock()
-	m.cond.Signal()
-}
+// The benchmarks here measure the pool alone, in the configurations its
+// decisions turn on, beside the building block under its fast path (the
+// per-P stack alone). Comparisons with other pools (puddle, a channel, a
+// mutex-guarded slice, sync.Pool as the floor) live in package benches, run
+// by poolbench (docs/BENCHMARKS.md), with every contender in the same binary.
 
 // poolBench adapts a *pool.Pool; it keeps the lease in the object's slot
 // map-free way: the benchmark loop holds the lease itself (see runPool).
@@ -97,8 +50,8 @@ func (nopMgr) Recycle(context.Context, *obj, manager.Metrics) error { return nil
 func (nopMgr) Close(*obj) error                                     { return nil }
 
 // BenchmarkAcquireRelease is one goroutine taking and returning an idle
-// object: the pool in several configurations, the per-P stack alone (the
-// floor), and the two baselines.
+// object: the pool in several configurations, and the per-P stack alone (the
+// floor).
 func BenchmarkAcquireRelease(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -132,17 +85,6 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			l.Pop()
 		}
 	})
-	for _, c := range []struct {
-		name string
-		p    benchPool
-	}{{"Channel", newChanPool(8)}, {"MutexSlice", newMutexPool(8)}} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				c.p.put(c.p.get(ctx))
-			}
-		})
-	}
 }
 
 // BenchmarkParallel runs 1×, 4× and 16× GOMAXPROCS goroutines against pools
@@ -167,25 +109,6 @@ func BenchmarkParallel(b *testing.B) {
 					}
 				})
 			})
-			for _, bl := range []struct {
-				name string
-				mk   func(int) benchPool
-			}{
-				{"Channel", func(n int) benchPool { return newChanPool(n) }},
-				{"MutexSlice", func(n int) benchPool { return newMutexPool(n) }},
-			} {
-				b.Run(name+"/"+bl.name, func(b *testing.B) {
-					bp := bl.mk(size)
-					b.ReportAllocs()
-					b.SetParallelism(mult)
-					b.RunParallel(func(pb *testing.PB) {
-						ctx := context.Background()
-						for pb.Next() {
-							bp.put(bp.get(ctx))
-						}
-					})
-				})
-			}
 		}
 	}
 }
@@ -277,26 +200,5 @@ func BenchmarkHandOff(b *testing.B) {
 			st := p.Stats()
 			b.ReportMetric(float64(st.HandOffs)/float64(max(st.Acquires, 1)), "handoffs/acquire")
 		})
-		for _, bl := range []struct {
-			name string
-			mk   func(int) benchPool
-		}{
-			{"Channel", func(n int) benchPool { return newChanPool(n) }},
-			{"MutexCond", func(n int) benchPool { return newMutexPool(n) }},
-		} {
-			b.Run(name+"/"+bl.name, func(b *testing.B) {
-				bp := bl.mk(size)
-				b.ReportAllocs()
-				b.SetParallelism(4)
-				b.RunParallel(func(pb *testing.PB) {
-					ctx := context.Background()
-					for pb.Next() {
-						o := bp.get(ctx)
-						runtime.Gosched()
-						bp.put(o)
-					}
-				})
-			})
-		}
 	}
 }

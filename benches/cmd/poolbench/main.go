@@ -61,7 +61,8 @@ var modes = map[string]func(workers int) []workload.Case{
 			"Bytes/HotPath/Size=4KiB", "Bytes/HotPath/Size=64KiB", "Bytes/HotPath/Size=1MiB"))
 	},
 	"parallel": func(w int) []workload.Case {
-		return slices.Concat(workload.PoolParallel(w), workload.PoolTimeoutArmed(w), workload.BytesContention(w))
+		return slices.Concat(workload.PoolParallel(w), workload.PoolTimeoutArmed(w), workload.PoolHandOff(w),
+			workload.BytesContention(w))
 	},
 	"realistic": func(w int) []workload.Case {
 		return slices.Concat(workload.BytesRealistic(w), workload.BytesSustained(w), workload.BytesFullOverwrite())
@@ -69,6 +70,7 @@ var modes = map[string]func(workers int) []workload.Case{
 	"mixed":    func(int) []workload.Case { return workload.BytesMixed() },
 	"burst":    func(int) []workload.Case { return workload.BytesBurst() },
 	"exchange": workload.PoolExchange,
+	"handoff":  workload.PoolHandOff,
 	"stats": func(w int) []workload.Case {
 		return slices.Concat(workload.PoolStatsOverhead(w), workload.BytesStatsOverhead(w))
 	},
@@ -78,11 +80,12 @@ var modes = map[string]func(workers int) []workload.Case{
 const modeHelp = `
   default    Pool/HotPath, Pool/Parallel at MaxSize 8, Bytes 64 KiB hot path, realistic and mixed
   hotpath    Pool/HotPath; Bytes/HotPath at 4 KiB, 64 KiB, 1 MiB (all sizes with -mode=all)
-  parallel   Pool/Parallel, Pool/TimeoutArmed, Bytes/Contention
+  parallel   Pool/Parallel, Pool/TimeoutArmed, Pool/HandOff, Bytes/Contention
   realistic  Bytes/Realistic, Bytes/Sustained, Bytes/FullOverwrite
   mixed      Bytes/Mixed (round robin over 7 sizes; Zipf)
   burst      Bytes/Burst (N × 64 KiB)
   exchange   Pool/Exchange (poolkit's ring, mutex, none)
+  handoff    Pool/HandOff (every acquire waits for a release)
   stats      Pool/StatsOverhead, Bytes/StatsOverhead
   all        every group of the Go benchmarks but E2E
   e2e        end to end: pools of real connections to the in-process echo server, Redis
@@ -94,7 +97,7 @@ const modeHelp = `
 const modeE2E = "e2e"
 
 // modeNames lists the modes in the order the usage gives them.
-var modeNames = []string{"default", "hotpath", "parallel", "realistic", "mixed", "burst", "exchange", "stats", "all", modeE2E}
+var modeNames = []string{"default", "hotpath", "parallel", "realistic", "mixed", "burst", "exchange", "handoff", "stats", "all", modeE2E}
 
 // e2eDuration is how long each end-to-end contender runs per round unless
 // -duration or -ops says otherwise: long enough for a p99.9 of a few

@@ -400,6 +400,9 @@ Via=Config the bound is set once in the pool (poolkit's AcquireTimeout; the chan
 pools arm a timer only when they must wait). With Via=Context each acquire gets its own
 context.WithTimeout, the only way puddle offers; every contender pays for that context,
 the floor included.`,
+	"Pool/HandOff": `4× GOMAXPROCS goroutines share a pool of one or two objects and yield the processor
+while they hold one, so nearly every acquire waits for a release: the cost of waiting and of
+being handed an object. sync.Pool, the floor, never waits; it makes an object instead.`,
 	"Pool/Exchange": `Each goroutine keeps 8 objects out at once, more than a per-P stack holds, so that
 releases overflow into poolkit's shared reservoir and acquires come back through it. ring is
 the lock-free bounded ring (the default), mutex the mutex-guarded ring, none no reservoir at

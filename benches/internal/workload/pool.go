@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -107,6 +108,43 @@ func PoolTimeoutArmed(workers int) []Case {
 			Workers: g, Unit: "context.WithTimeout + Acquire + Release + cancel", Baseline: "syncpool", Latency: true,
 			Entries: poolEntries(contenders.PoolConfig{MaxSize: 8}, allPools, cycleWithTimeout),
 		},
+	}
+}
+
+// HandOffMaxSizes are the pool sizes of Pool/HandOff.
+var HandOffMaxSizes = []int{1, 2}
+
+// PoolHandOff is 4× GOMAXPROCS goroutines (or workers) sharing a pool of one
+// or two objects, each yielding (runtime.Gosched) while it holds one, so that
+// nearly every acquire waits and is served by a release: what a waiter pays.
+// sync.Pool, the floor, waits for nothing: it makes an object instead.
+func PoolHandOff(workers int) []Case {
+	g := goroutines(workers, []int{4})[0]
+	var cases []Case
+	for _, size := range HandOffMaxSizes {
+		cases = append(cases, Case{
+			Top: "Pool", Group: "HandOff", Params: fmt.Sprintf("MaxSize=%d/Goroutines=%d", size, g),
+			Workers: g, Unit: "one Acquire, a yield while holding, one Release", Baseline: "syncpool", Latency: true,
+			Entries: poolEntries(contenders.PoolConfig{MaxSize: size}, allPools, holdAndYield),
+		})
+	}
+	return cases
+}
+
+// holdAndYield acquires one object, yields the P while holding it, and
+// releases it.
+func holdAndYield(p contenders.Pool) func(int) Op {
+	ctx := context.Background()
+	return func(int) Op {
+		h := p.Holder(1)
+		return func() error {
+			if err := h.AcquireAll(ctx); err != nil {
+				return err
+			}
+			runtime.Gosched()
+			h.ReleaseAll()
+			return nil
+		}
 	}
 }
 

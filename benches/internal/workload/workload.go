@@ -143,11 +143,11 @@ func SizeName(n int) string {
 }
 
 // PoolCases returns every object-pool case, in the order of the issue:
-// HotPath, Parallel, TimeoutArmed, Exchange, StatsOverhead. workers, if not
-// 0, replaces the goroutine sweeps.
+// HotPath, Parallel, TimeoutArmed, HandOff, Exchange, StatsOverhead.
+// workers, if not 0, replaces the goroutine sweeps.
 func PoolCases(workers int) []Case {
 	return concat(PoolHotPath(), PoolParallel(workers), PoolTimeoutArmed(workers),
-		PoolExchange(workers), PoolStatsOverhead(workers))
+		PoolHandOff(workers), PoolExchange(workers), PoolStatsOverhead(workers))
 }
 
 // BytesCases returns every byte-pool case: HotPath, Realistic, Sustained,
