@@ -55,7 +55,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, 100*time.Millisecond, pool.TickFor(pool.Config{MaxIdleTime: time.Hour}), "at most 100 ms: the resolution of Metrics.LastUsed")
 }
 
-// Point 1: the local stack first, LIFO; a connect only when nothing is idle.
+// The local stack first, LIFO; a connect only when nothing is idle.
 func TestAcquireReusesIdleLIFO(t *testing.T) {
 	ptest.OneP(t) // every Push and Pop hit the same per-P stack
 	f := &fakeMgr{}
@@ -76,7 +76,7 @@ func TestAcquireReusesIdleLIFO(t *testing.T) {
 	require.Equal(t, uint64(1), st.LocalHits)
 }
 
-// Point 1: MaxSize bounds live objects exactly, connects included.
+// MaxSize bounds live objects exactly, connects included (DESIGN.md invariant 1).
 func TestMaxSizeIsExact(t *testing.T) {
 	var inFlight, peak atomic.Int64
 	f := &fakeMgr{connect: func(ctx context.Context) error {
@@ -111,8 +111,8 @@ func TestMaxSizeIsExact(t *testing.T) {
 	require.LessOrEqual(t, peak.Load(), int64(3))
 }
 
-// Point 1 and 3: with a waiter queued, a newcomer queues behind it, and
-// waiters are served in arrival order.
+// With a waiter queued, a newcomer queues behind it, and
+// waiters are served in arrival order (DESIGN.md invariant 6).
 func TestWaitersAreFIFOAndNewcomersDoNotBarge(t *testing.T) {
 	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
 	held := acquire(t, p)
@@ -141,7 +141,7 @@ func TestWaitersAreFIFOAndNewcomersDoNotBarge(t *testing.T) {
 	require.Equal(t, uint64(n), p.Stats().HandOffs)
 }
 
-// Point 2: expiry checks on every path: uses, lifetime, idle time, Reset.
+// Expiry checks on every path: uses, lifetime, idle time, Reset (DESIGN.md invariant 3).
 func TestExpiryChecks(t *testing.T) {
 	t.Run("MaxUses", func(t *testing.T) {
 		f := &fakeMgr{}
@@ -191,8 +191,8 @@ func TestExpiryChecks(t *testing.T) {
 	})
 }
 
-// Point 2: Recycle runs on used objects only, with metrics; a failure closes
-// the object and the search goes on.
+// Recycle runs on used objects only, with metrics; a failure closes
+// the object and the search goes on (DESIGN.md invariant 3).
 func TestRecycle(t *testing.T) {
 	var fail atomic.Bool
 	var got manager.Metrics
@@ -219,8 +219,9 @@ func TestRecycle(t *testing.T) {
 	require.Equal(t, uint64(1), settle(t, p).ClosedRecycle)
 }
 
-// Point 2: on a hand-off the waiter recycles under its own context; on
-// failure it keeps its place at the head and gets a connect in the freed slot.
+// On a hand-off the waiter recycles under its own context; on failure it
+// keeps its place at the head and gets a connect in the freed slot
+// (DESIGN.md invariant 3).
 func TestHandOffRecycleFailureKeepsHeadOfQueue(t *testing.T) {
 	type key struct{}
 	var sawWaiterCtx atomic.Bool
@@ -258,7 +259,7 @@ func TestHandOffRecycleFailureKeepsHeadOfQueue(t *testing.T) {
 	require.Equal(t, int64(2), <-second)
 }
 
-// Point 3: Destroy and Detach free the slot for the oldest waiter.
+// Destroy and Detach free the slot for the oldest waiter (DESIGN.md invariant 5).
 func TestDestroyAndDetachWakeWaiter(t *testing.T) {
 	for _, name := range []string{"Destroy", "Detach"} {
 		t.Run(name, func(t *testing.T) {
@@ -286,7 +287,7 @@ func TestDestroyAndDetachWakeWaiter(t *testing.T) {
 	}
 }
 
-// Point 3: a waiter whose context ends leaves the queue; nothing is lost.
+// A waiter whose context ends leaves the queue; nothing is lost (DESIGN.md invariant 5).
 func TestWaiterCancelLeavesQueue(t *testing.T) {
 	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
 	held := acquire(t, p)
@@ -312,7 +313,7 @@ func TestWaiterCancelLeavesQueue(t *testing.T) {
 	require.Equal(t, uint64(1), p.Stats().Cancels)
 }
 
-// Point 3: a hand-off racing with a waiter's cancellation loses nothing.
+// A hand-off racing with a waiter's cancellation loses nothing (DESIGN.md invariant 5).
 func TestHandOffRacingCancelLosesNothing(t *testing.T) {
 	f := &fakeMgr{}
 	p := newPool(t, f, pool.Config{MaxSize: 2})
@@ -340,7 +341,7 @@ func TestHandOffRacingCancelLosesNothing(t *testing.T) {
 	require.Equal(t, int64(2), f.nextID.Load(), "no object lost or replaced")
 }
 
-// Point 4: deadlines match ErrTimeout and DeadlineExceeded; the cause is kept.
+// Deadlines match ErrTimeout and DeadlineExceeded; the cause is kept.
 func TestTimeouts(t *testing.T) {
 	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
 	held := acquire(t, p)
@@ -372,7 +373,7 @@ func TestTimeouts(t *testing.T) {
 	require.Equal(t, uint64(1), p2.Stats().Timeouts)
 }
 
-// Point 5: a connect outlives the acquirer that gave up; its object joins
+// A connect outlives the acquirer that gave up; its object joins
 // the pool.
 func TestConnectOutlivesAbandonedAcquire(t *testing.T) {
 	release := make(chan struct{})
@@ -404,7 +405,7 @@ func TestConnectOutlivesAbandonedAcquire(t *testing.T) {
 	l.Release()
 }
 
-// Point 5: a connect error goes to its acquirer, wrapped; the slot is freed.
+// A connect error goes to its acquirer, wrapped; the slot is freed.
 func TestConnectErrorIsWrappedAndFreesSlot(t *testing.T) {
 	var fail atomic.Bool
 	fail.Store(true)
@@ -426,7 +427,7 @@ func TestConnectErrorIsWrappedAndFreesSlot(t *testing.T) {
 	require.Equal(t, uint64(1), st.ConnectErrors)
 }
 
-// Point 5: concurrent connects are bounded by MaxConnecting.
+// Concurrent connects are bounded by MaxConnecting.
 func TestMaxConnecting(t *testing.T) {
 	var inFlight, peak atomic.Int64
 	gate := make(chan struct{})
@@ -457,7 +458,7 @@ func TestMaxConnecting(t *testing.T) {
 	require.Equal(t, int64(2), peak.Load(), "never more connects at once than MaxConnecting")
 }
 
-// Point 5: background connects back off while connects fail.
+// Background connects back off while connects fail.
 func TestBackgroundConnectsBackOff(t *testing.T) {
 	f := &fakeMgr{connect: func(ctx context.Context) error { return errFake }}
 	p := newPool(t, f, pool.Config{MaxSize: 4})
@@ -501,7 +502,7 @@ func (m *releaseCheckMgr) CheckRelease(o *obj) error {
 	return nil
 }
 
-// Point 6: the release-time check; Release after Close; Close off the
+// The release-time check; Release after Close; Close off the
 // caller's goroutine.
 func TestReleaseCheckAndReleaseAfterClose(t *testing.T) {
 	m := &releaseCheckMgr{}
@@ -531,7 +532,7 @@ func TestReleaseCheckAndReleaseAfterClose(t *testing.T) {
 	m.check(t)
 }
 
-// Point 7: the maintainer reaps idle objects wherever they sit, and a FIFO
+// The maintainer reaps idle objects wherever they sit, and a FIFO
 // exchange cycling every object does not defeat idle reaping.
 func TestMaintainerShrinksTowardPeakDespiteFIFO(t *testing.T) {
 	f := &fakeMgr{}
@@ -576,8 +577,8 @@ func TestMinIdleIsKeptWarm(t *testing.T) {
 	require.Eventually(t, func() bool { return p.Stats().Idle == 2 }, 5*time.Second, time.Millisecond)
 }
 
-// Point 8: Close wakes waiters with ErrClosed, refuses new acquires, cancels
-// connects in flight, and is idempotent.
+// Close wakes waiters with ErrClosed, refuses new acquires, cancels
+// connects in flight, and is idempotent (DESIGN.md invariants 5, 7).
 func TestClose(t *testing.T) {
 	f := &fakeMgr{}
 	p, err := pool.New[*obj](f, pool.Config{MaxSize: 1})
@@ -615,7 +616,7 @@ func TestClose(t *testing.T) {
 	require.ErrorIs(t, <-errc, pool.ErrClosed, "an acquire cut short by Close says so")
 }
 
-// Point 9: SetMaxSize grows (waking waiters) and shrinks (closing surplus).
+// SetMaxSize grows (waking waiters) and shrinks (closing surplus) (DESIGN.md invariant 1).
 func TestSetMaxSize(t *testing.T) {
 	f := &fakeMgr{}
 	p := newPool(t, f, pool.Config{MaxSize: 1})
@@ -636,7 +637,7 @@ func TestSetMaxSize(t *testing.T) {
 	require.Panics(t, func() { p.SetMaxSize(0) })
 }
 
-// Point 10: the counters add up.
+// The counters add up (DESIGN.md invariant 4).
 func TestStatsCounters(t *testing.T) {
 	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 2})
 	a := acquire(t, p)
@@ -691,7 +692,7 @@ func TestConcurrentDoubleReleaseQueuesOnce(t *testing.T) {
 	require.LessOrEqual(t, p.Stats().Idle, 1)
 }
 
-// Point 7, end to end with the real maintainer: a steady load of one
+// Idle reaping end to end, with the real maintainer: a steady load of one
 // goroutine on a pool that grew to 8, with a FIFO exchange that would cycle
 // every object, shrinks toward the recent peak after MaxIdleTime.
 func TestIdleReapingUnderSteadyLoadWithFIFOExchange(t *testing.T) {
@@ -727,7 +728,7 @@ func TestIdleReapingUnderSteadyLoadWithFIFOExchange(t *testing.T) {
 	require.Positive(t, p.Stats().ClosedIdle)
 }
 
-// Point 5: a connect made for a waiter (in a slot freed by Destroy) fails:
+// A connect made for a waiter (in a slot freed by Destroy) fails:
 // the error goes to that waiter, and the slot to the next one.
 func TestConnectErrorGoesToItsWaiterAndSlotToTheNext(t *testing.T) {
 	var calls atomic.Int32

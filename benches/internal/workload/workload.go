@@ -142,7 +142,7 @@ func SizeName(n int) string {
 	return fmt.Sprintf("%dB", n)
 }
 
-// PoolCases returns every object-pool case, in the order of the issue:
+// PoolCases returns every object-pool case, in this order:
 // HotPath, Parallel, TimeoutArmed, HandOff, Exchange, StatsOverhead.
 // workers, if not 0, replaces the goroutine sweeps.
 func PoolCases(workers int) []Case {
