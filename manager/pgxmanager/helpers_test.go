@@ -1,0 +1,216 @@
+package pgxmanager_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/poolkit/poolkit/manager/pgxmanager"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// envDSN names the PostgreSQL server of the integration tests.
+const envDSN = "POOLKIT_POSTGRES_DSN"
+
+// dsn returns $POOLKIT_POSTGRES_DSN, or skips the test saying to set it.
+func dsn(t *testing.T) string {
+	t.Helper()
+	v := os.Getenv(envDSN)
+	if v == "" {
+		t.Skipf("integration test: set %s (e.g. %s='postgres://postgres@127.0.0.1:5432/test?sslmode=disable') to run it against a real PostgreSQL",
+			envDSN, envDSN)
+	}
+	return v
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// uniqueName returns an application_name unique to this run of the test, at
+// most 56 bytes (PostgreSQL truncates past 63; "-admin" still fits).
+func uniqueName(t *testing.T) string {
+	t.Helper()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := unsafeChars.ReplaceAllString(t.Name(), "_")
+	suffix := fmt.Sprintf("-%d-%s", os.Getpid(), hex.EncodeToString(b[:]))
+	if room := 56 - len("pgxm-") - len(suffix); len(name) > room {
+		name = name[len(name)-room:]
+	}
+	return strings.ToLower("pgxm-" + name + suffix)
+}
+
+// config returns the test server's Config with the connections named name.
+func config(t *testing.T, name string) pgxmanager.Config {
+	t.Helper()
+	cfg, err := pgxmanager.ParseConfig(dsn(t))
+	require.NoError(t, err, "parsing %s", envDSN)
+	cfg.ConnConfig.RuntimeParams["application_name"] = name
+	return cfg
+}
+
+// newManager returns a Manager for cfg, failing the test on an error.
+func newManager(t *testing.T, cfg pgxmanager.Config) *pgxmanager.Manager {
+	t.Helper()
+	m, err := pgxmanager.New(cfg)
+	require.NoError(t, err)
+	return m
+}
+
+// ctxFor returns a context that ends with the test or after d.
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// admin is a plain connection (no pool) that watches and terminates the
+// backends of a test.
+type admin struct {
+	t *testing.T
+	c *pgx.Conn
+}
+
+func dialAdmin(t *testing.T) *admin {
+	t.Helper()
+	cfg := config(t, uniqueName(t)+"-admin")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
+	require.NoError(t, err, "PostgreSQL at %s does not answer", envDSN)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return &admin{t: t, c: c}
+}
+
+// backends returns how many backends are named name, and how many of those
+// are idle inside a transaction.
+func (a *admin) backends(name string) (n, idleInTx int) {
+	a.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := a.c.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE state LIKE 'idle in transaction%')
+		FROM pg_stat_activity WHERE application_name = $1`, name).Scan(&n, &idleInTx)
+	require.NoError(a.t, err)
+	return n, idleInTx
+}
+
+// terminate signals every backend named name to exit and waits until they
+// have; it returns how many it signalled.
+func (a *admin) terminate(name string) int {
+	a.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// MATERIALIZED: the filter runs before pg_terminate_backend, which the
+	// planner could otherwise call on every backend, the admin's too.
+	rows, err := a.c.Query(ctx, `WITH t AS MATERIALIZED (SELECT pid FROM pg_stat_activity WHERE application_name = $1)
+		SELECT pid FROM t WHERE pg_terminate_backend(pid)`, name)
+	require.NoError(a.t, err)
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	require.NoError(a.t, err)
+	eventually(a.t, 5*time.Second, func() (bool, string) {
+		var left int
+		require.NoError(a.t, a.c.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)", pids).Scan(&left))
+		return left == 0, fmt.Sprintf("%d terminated backends still there", left)
+	})
+	return len(pids)
+}
+
+// eventually polls cond every 5 ms until it holds or timeout passes, then
+// fails the test with cond's last message.
+func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still not true after %v: %s", timeout, msg)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// faultConn is a TCP connection whose writes can be made slow, swallowed or
+// stalled, to drive pgconn into the states the Manager must cope with. It
+// embeds *net.TCPConn, so it is a syscall.Conn and Recycle peeks at it.
+type faultConn struct {
+	*net.TCPConn
+	writes     atomic.Int64 // Write calls
+	slowWrite  atomic.Int64 // nanoseconds each Write sleeps after writing
+	swallow    atomic.Bool  // writes report success and send nothing
+	stall      atomic.Bool  // writes wait for the write deadline
+	deadlineAt atomic.Int64 // the write deadline, Unix nanoseconds; 0: none
+}
+
+func (c *faultConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	switch {
+	case c.stall.Load():
+		for {
+			if d := c.deadlineAt.Load(); d != 0 && time.Now().UnixNano() >= d {
+				return 0, os.ErrDeadlineExceeded
+			}
+			time.Sleep(time.Millisecond)
+		}
+	case c.swallow.Load():
+		return len(p), nil
+	}
+	n, err := c.TCPConn.Write(p)
+	if d := c.slowWrite.Load(); d > 0 {
+		time.Sleep(time.Duration(d))
+	}
+	return n, err
+}
+
+func (c *faultConn) SetDeadline(t time.Time) error {
+	c.setWriteDeadline(t)
+	return c.TCPConn.SetDeadline(t)
+}
+
+func (c *faultConn) SetWriteDeadline(t time.Time) error {
+	c.setWriteDeadline(t)
+	return c.TCPConn.SetWriteDeadline(t)
+}
+
+func (c *faultConn) setWriteDeadline(t time.Time) {
+	if t.IsZero() {
+		c.deadlineAt.Store(0)
+	} else {
+		c.deadlineAt.Store(t.UnixNano())
+	}
+}
+
+// dialFaulty makes cfg dial faultConns and returns where each goes.
+func dialFaulty(cfg pgxmanager.Config) <-chan *faultConn {
+	conns := make(chan *faultConn, 16)
+	var d net.Dialer
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		tc, ok := c.(*net.TCPConn)
+		if !ok {
+			_ = c.Close()
+			return nil, fmt.Errorf("faultConn needs TCP, got %T (a Unix socket DSN?)", c)
+		}
+		fc := &faultConn{TCPConn: tc}
+		conns <- fc
+		return fc, nil
+	}
+	return conns
+}
