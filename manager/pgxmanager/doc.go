@@ -36,9 +36,10 @@
 // pgxpool.Config's fields map to pool.Config (MaxConns: MaxSize, MinIdleConns:
 // MinIdle, MaxConnLifetime: MaxLifetime, MaxConnLifetimeJitter:
 // LifetimeJitter, MaxConnIdleTime: MaxIdleTime) and to Config (AfterConnect;
-// a ping after PingAfter idle, as pgxpool's default ShouldPing). A
-// connection string's pool_* parameters are not read: pgx.ParseConfig
-// rejects none of them, but they configure nothing here.
+// a ping after PingAfter idle, as pgxpool's default ShouldPing). Remove a
+// connection string's pool_* parameters: pgx.ParseConfig passes them on to
+// the server as settings, which it refuses ("unrecognized configuration
+// parameter").
 //
 // # What a caller sees when a connection breaks
 //

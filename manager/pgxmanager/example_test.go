@@ -1,0 +1,55 @@
+package pgxmanager_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/poolkit/poolkit/manager/pgxmanager"
+	"github.com/poolkit/poolkit/pool"
+)
+
+// A pool of pgx connections, used as a pgxpool.Pool would be. (It needs a
+// server, so it is compiled, not run.)
+func Example() {
+	ctx := context.Background()
+	p, err := pgxmanager.Open(os.Getenv("POOLKIT_POSTGRES_DSN"), pool.Config{MaxSize: 16})
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close(ctx)
+
+	var greeting string
+	if err := p.QueryRow(ctx, "SELECT 'hello, ' || $1", "world").Scan(&greeting); err != nil {
+		panic(err)
+	}
+	fmt.Println(greeting)
+}
+
+// A Manager with session settings made on each new connection, and a
+// tighter ping policy than the default.
+func ExampleNew() {
+	cfg, err := pgxmanager.ParseConfig(os.Getenv("POOLKIT_POSTGRES_DSN"))
+	if err != nil {
+		panic(err)
+	}
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "SET statement_timeout = '5s'")
+		return err
+	}
+	cfg.PingAfter = 30 * time.Second   // ping a connection idle this long before reuse
+	cfg.PingTimeout = 2 * time.Second  // and give up on it after this
+	cfg.CloseTimeout = 1 * time.Second // the most Close waits for the server's goodbye
+	m, err := pgxmanager.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	p, err := pgxmanager.NewPool(m, pool.Config{MaxSize: 8, MinIdle: 2, MaxIdleTime: 5 * time.Minute})
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close(context.Background())
+}
