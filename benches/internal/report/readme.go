@@ -28,7 +28,7 @@ func ReadmeHeadline(w io.Writer, f results.File, in string) {
 	fmt.Fprintf(w, "Median ns per op, lower is better, measured on %d logical CPUs (%s), GOMAXPROCS %d, %s, %s;\n",
 		m.Cores, m.CPU, m.GOMAXPROCS, m.GoVersion, m.Date)
 	fmt.Fprintf(w, "generated from `%s` by `go run ./benches/cmd/poolbench report -in %s`.\n", in, in)
-	fmt.Fprintf(w, "The spread, allocations, latency, method and what is not claimed are in\n[docs/BENCHMARKS.md](docs/BENCHMARKS.md).\n")
+	fmt.Fprintf(w, "The spread, allocations, latency, method and what is not claimed are in\n[docs/BENCHMARKS.md](docs/BENCHMARKS.md). %s\n", floorNote)
 	headline(w, f.Cases, "Pool/", 4*m.GOMAXPROCS)
 	headline(w, f.Cases, "Bytes/", 4*m.GOMAXPROCS)
 	if hasE2E(f) {

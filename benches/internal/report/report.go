@@ -95,7 +95,7 @@ func Markdown(w io.Writer, f results.File, in string) error {
 
 	p("\n## Headline\n\n")
 	p("Median ns per op; lower is better. The sections below give the spread, the allocations\n")
-	p("and the latency of the worst goroutine.\n")
+	p("and the latency of the worst goroutine. " + floorNote + "\n")
 	headline(w, f.Cases, "Pool/", 4*m.GOMAXPROCS)
 	headline(w, f.Cases, "Bytes/", 4*m.GOMAXPROCS)
 	if hasE2E(f) {
@@ -155,6 +155,9 @@ func Markdown(w io.Writer, f results.File, in string) error {
 	return nil
 }
 
+// floorNote says, under each headline, what the floor is.
+const floorNote = "In the object-pool rows, syncpool (sync.Pool) is the floor, not a competitor:\nit has no maximum, never makes a caller wait, and the garbage collector empties it."
+
 // hasE2E reports whether f holds end-to-end cases.
 func hasE2E(f results.File) bool {
 	for _, c := range f.Cases {
@@ -213,6 +216,8 @@ func headlineTable(w io.Writer, picked []results.Case, cols []string, fig func(r
 			switch {
 			case !ok:
 				row = append(row, "—")
+			case s.Baseline && s.Floor:
+				row = append(row, fig(s)+" (floor)")
 			case s.Baseline:
 				row = append(row, fig(s)+" (baseline)")
 			case s.Indistinguishable:

@@ -108,15 +108,20 @@ func Allocs(x float64) string {
 }
 
 // Comparison says how s compares with the baseline: "baseline",
-// "indistinguishable", "2.31× slower" or "3.10× faster".
+// "indistinguishable", "2.31× slower" or "3.10× faster"; where the baseline
+// is the floor (Case.FloorBaseline), "floor" and "2.31× the floor".
 func Comparison(s Summary) string {
 	switch {
+	case s.Baseline && s.Floor:
+		return "floor"
 	case s.Baseline:
 		return "baseline"
 	case math.IsNaN(s.Ratio):
 		return "—"
 	case s.Indistinguishable:
 		return "indistinguishable"
+	case s.Floor:
+		return fmt.Sprintf("%s× the floor", sig3(s.Ratio))
 	case s.Ratio >= 1:
 		return fmt.Sprintf("%s× slower", sig3(s.Ratio))
 	}
@@ -166,6 +171,9 @@ func Header(c Case) []string {
 	}
 	if c.TimeWait {
 		h = append(h, "TIME_WAIT before → after")
+	}
+	if c.FloorBaseline() {
+		return append(h, "vs the floor ("+c.Baseline+")")
 	}
 	return append(h, "vs "+c.Baseline)
 }

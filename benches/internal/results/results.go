@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Schema is the version of the results file format.
@@ -182,6 +183,7 @@ type Summary struct {
 	Dials             float64   // median over the rounds (0 where the case does not count them)
 	TimeWait          *TimeWait // of the round that left the median number; nil where not counted
 	Baseline          bool
+	Floor             bool    // the baseline is the floor, not a contender (see Case.FloorBaseline)
 	Ratio             float64 // Median / the baseline's Median; NaN without a baseline
 	Indistinguishable bool    // from the baseline (see Indistinguishable)
 }
@@ -281,6 +283,20 @@ func Median(xs []float64) float64 {
 	return (s[m-1] + s[m]) / 2
 }
 
+// FloorName is the baseline of the object-pool cases: sync.Pool.
+const FloorName = "syncpool"
+
+// FloorBaseline reports whether c's baseline is the floor rather than a
+// competitor: an object-pool case compared with sync.Pool, which is not a
+// bounded pool (no maximum, no waiting, emptied by the garbage collector)
+// but the per-P fast path with nothing around it, the least a pool can
+// cost. Tables call the others' figures multiples of the floor, not
+// "slower". (For byte pools, pools built on sync.Pool are competitors, and
+// the baseline is make.)
+func (c Case) FloorBaseline() bool {
+	return c.Baseline == FloorName && strings.HasPrefix(c.Name, "Pool/")
+}
+
 // Summaries returns the summary of every contender of c, compared with the
 // baseline.
 func (c Case) Summaries() []Summary {
@@ -298,6 +314,7 @@ func (c Case) Summaries() []Summary {
 			continue
 		}
 		s.Baseline = s.Name == c.Baseline
+		s.Floor = c.FloorBaseline()
 		s.Ratio = s.Median / base.Median
 		s.Indistinguishable = !s.Baseline && Indistinguishable(*s, *base)
 	}

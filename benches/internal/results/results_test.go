@@ -111,7 +111,13 @@ func TestSummariesCompareWithTheBaseline(t *testing.T) {
 	assert.InDelta(t, 200.0/19, sums[1].Ratio, 1e-9)
 	assert.True(t, sums[2].Baseline)
 	assert.Equal(t, "indistinguishable", results.Comparison(sums[0]))
-	assert.Equal(t, "10.5× slower", results.Comparison(sums[1]))
+	assert.Equal(t, "10.5× the floor", results.Comparison(sums[1]), "sync.Pool is the floor of an object-pool case")
+	assert.Equal(t, "floor", results.Comparison(sums[2]))
+
+	c := sample().Cases[0]
+	c.Name, c.Group = "Bytes/HotPath/Size=64KiB", "Bytes/HotPath"
+	sums = c.Summaries()
+	assert.Equal(t, "10.5× slower", results.Comparison(sums[1]), "a byte pool built on sync.Pool is a competitor")
 	assert.Equal(t, "baseline", results.Comparison(sums[2]))
 	assert.Equal(t, "2.00× faster", results.Comparison(results.Summary{Ratio: 0.5}))
 }
@@ -122,7 +128,7 @@ func TestMarkdownTableHasTheHeaderAndOneRowPerContender(t *testing.T) {
 	require.NoError(t, results.WriteMarkdownTable(&b, c))
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	require.Len(t, lines, 2+len(c.Contenders))
-	assert.Equal(t, "| contender | ops/s | ns/op best (median) | allocs/op | p50 | p99 | p99.9 | max | vs syncpool |", lines[0])
+	assert.Equal(t, "| contender | ops/s | ns/op best (median) | allocs/op | p50 | p99 | p99.9 | max | vs the floor (syncpool) |", lines[0])
 	assert.Equal(t, "|---|---|---|---|---|---|---|---|---|", lines[1])
 	for i, k := range c.Contenders {
 		assert.True(t, strings.HasPrefix(lines[2+i], "| "+k.Name+" | "), lines[2+i])
@@ -134,7 +140,7 @@ func TestMarkdownTableHasTheHeaderAndOneRowPerContender(t *testing.T) {
 	c.Latency = false
 	b.Reset()
 	require.NoError(t, results.WriteMarkdownTable(&b, c))
-	assert.True(t, strings.HasPrefix(b.String(), "| contender | ops/s | ns/op best (median) | allocs/op | vs syncpool |\n"))
+	assert.True(t, strings.HasPrefix(b.String(), "| contender | ops/s | ns/op best (median) | allocs/op | vs the floor (syncpool) |\n"))
 }
 
 func TestWriteMarkdownHasAHeadingPerCase(t *testing.T) {
@@ -151,7 +157,7 @@ func TestWriteTextPrintsTheMachineAndATablePerCase(t *testing.T) {
 	require.NoError(t, results.WriteText(&b, f))
 	out := b.String()
 	for _, want := range []string{"Test CPU", "GOMAXPROCS=2", "Pool/Parallel/MaxSize=8/Goroutines=8",
-		"8 goroutines", "latency of the worst goroutine", "vs syncpool", "indistinguishable", "10.5× slower", "interrupted"} {
+		"8 goroutines", "latency of the worst goroutine", "vs the floor (syncpool)", "indistinguishable", "10.5× the floor", "interrupted"} {
 		assert.Contains(t, out, want)
 	}
 }
