@@ -20,18 +20,29 @@ import (
 	"github.com/poolkit/poolkit/manager/pgxmanager"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain says, in one line on standard error, when the integration tests
+// skip and how to enable them (a t.Skip message shows only with -v; go test
+// shows this line when it runs this package alone, or with -v).
+func TestMain(m *testing.M) {
+	if os.Getenv(envDSN) == "" {
+		fmt.Fprintf(os.Stderr, "pgxmanager: integration tests skipped: set %s (e.g. %s=%s) to run them\n", envDSN, envDSN, exampleDSN)
+	}
+	goleak.VerifyTestMain(m)
+}
 
-// envDSN names the PostgreSQL server of the integration tests.
-const envDSN = "POOLKIT_POSTGRES_DSN"
+// envDSN names the PostgreSQL server of the integration tests; exampleDSN
+// is an example value, for the messages.
+const (
+	envDSN     = "POOLKIT_POSTGRES_DSN"
+	exampleDSN = "'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'"
+)
 
 // dsn returns $POOLKIT_POSTGRES_DSN, or skips the test saying to set it.
 func dsn(t *testing.T) string {
 	t.Helper()
 	v := os.Getenv(envDSN)
 	if v == "" {
-		t.Skipf("integration test: set %s (e.g. %s='postgres://postgres@127.0.0.1:5432/test?sslmode=disable') to run it against a real PostgreSQL",
-			envDSN, envDSN)
+		t.Skipf("integration test: set %s (e.g. %s=%s) to run it against a real PostgreSQL", envDSN, envDSN, exampleDSN)
 	}
 	return v
 }

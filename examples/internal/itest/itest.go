@@ -8,10 +8,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // Environment variables read by the integration tests. CI sets the first two.
@@ -30,26 +33,55 @@ const (
 // EnvFaultDuration is unset.
 const DefaultFaultDuration = 2 * time.Second
 
+// examples are example values of the server variables, for the messages
+// that say how to set them.
+var examples = map[string]string{
+	EnvRedisAddr:   "127.0.0.1:6379",
+	EnvPostgresDSN: "'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'",
+}
+
 // RedisAddr returns $POOLKIT_REDIS_ADDR, or skips the test saying to set it.
 func RedisAddr(t testing.TB) string {
 	t.Helper()
-	return fromEnv(t, EnvRedisAddr, "127.0.0.1:6379")
+	return fromEnv(t, EnvRedisAddr)
 }
 
 // PostgresDSN returns $POOLKIT_POSTGRES_DSN, or skips the test saying to set
 // it.
 func PostgresDSN(t testing.TB) string {
 	t.Helper()
-	return fromEnv(t, EnvPostgresDSN, "'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'")
+	return fromEnv(t, EnvPostgresDSN)
 }
 
-func fromEnv(t testing.TB, name, example string) string {
+func fromEnv(t testing.TB, name string) string {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
-		t.Skipf("integration test: set %s (e.g. %s=%s) to run it against a real server", name, name, example)
+		t.Skipf("integration test: %s to run it against a real server", howToSet(name))
 	}
 	return v
+}
+
+func howToSet(name string) string {
+	return fmt.Sprintf("set %s (e.g. %s=%s)", name, name, examples[name])
+}
+
+// Main is TestMain for a package whose integration tests need the servers
+// that vars name: for each variable that is unset it prints one line to
+// standard error saying that those tests skip and how to enable them (a
+// t.Skip message shows only with -v), then runs the tests under goleak.
+//
+// go test shows the line when it runs the package alone (go test, in its
+// directory) or with -v; in package-list mode (go test ./...) it discards
+// all output of a package that passes, this line included.
+func Main(m *testing.M, vars ...string) {
+	pkg := strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
+	for _, name := range vars {
+		if os.Getenv(name) == "" {
+			fmt.Fprintf(os.Stderr, "%s: integration tests skipped: %s to run them\n", pkg, howToSet(name))
+		}
+	}
+	goleak.VerifyTestMain(m)
 }
 
 // FaultDuration returns $POOLKIT_FAULT_DURATION, or DefaultFaultDuration. It

@@ -3,7 +3,7 @@ package pgclient_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/poolkit/poolkit/examples/internal/itest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { itest.Main(m, itest.EnvPostgresDSN) }
