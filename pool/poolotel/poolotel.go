@@ -1,0 +1,297 @@
+// Package poolotel exports the statistics of poolkit's pools through the
+// OpenTelemetry metrics API: ObservePool for a pool.Pool (pool.Stats),
+// ObserveBytes for a bytepool.Pool (bytepool.Stats). Both use asynchronous
+// instruments and one callback that reads one Stats snapshot per
+// collection; nothing runs between collections and the pools' hot paths pay
+// nothing. Unregister the returned registration to stop.
+//
+// Pool metrics use OpenTelemetry's database client semantic conventions
+// where one fits (the db.client.connection.* metrics, with the
+// db.client.connection.pool.name attribute on every pool metric); the rest
+// are named under poolkit.pool.*:
+//
+//	db.client.connection.count{db.client.connection.state}  UpDownCounter {connection}: state idle or used
+//	db.client.connection.max                                 UpDownCounter {connection}: MaxSize
+//	db.client.connection.pending_requests                    UpDownCounter {request}: Acquire calls waiting in line
+//	db.client.connection.timeouts                            Counter {timeout}: waits or connects ended by a deadline
+//	poolkit.pool.connection.connecting                       UpDownCounter {connection}
+//	poolkit.pool.connection.closing                          UpDownCounter {connection}: waiting for or in Manager.Close
+//	poolkit.pool.acquires                                    Counter {acquire}
+//	poolkit.pool.claims{poolkit.pool.claim.via}              Counter {connection}: via local, exchange, steal or handoff
+//	poolkit.pool.connects                                    Counter {connect}: Manager.Connect attempts
+//	poolkit.pool.connect.errors                              Counter {error}
+//	poolkit.pool.connection.created                          Counter {connection}
+//	poolkit.pool.connection.detached                         Counter {connection}
+//	poolkit.pool.connection.closed{poolkit.pool.close.reason} Counter {connection}: lifetime, idle, uses, recycle, destroy, reset, release_check, shrink or pool_closed
+//	poolkit.pool.waits                                       Counter {wait}: acquires that waited in line
+//	poolkit.pool.wait.time                                   Counter s: time spent waiting in line
+//	poolkit.pool.cancels                                     Counter {cancellation}: waits or connects ended by a cancellation
+//
+// Bytepool metrics, with the poolkit.bytepool.name attribute:
+//
+//	poolkit.bytepool.gets{poolkit.bytepool.source}           Counter {get}: local, exchange, steal, alloc or oversize
+//	poolkit.bytepool.alloc.failures                          Counter {failure}
+//	poolkit.bytepool.parked                                  Counter {buffer}: Puts filed in an exchange
+//	poolkit.bytepool.drops                                   Counter {buffer}: Puts not kept
+//	poolkit.bytepool.released                                Counter {buffer}: buffers let go by trimming
+//	poolkit.bytepool.retained                                UpDownCounter By
+//	poolkit.bytepool.retained.limit                          UpDownCounter By: the retention bound
+//	poolkit.bytepool.class.buffers{poolkit.bytepool.class.size} UpDownCounter {buffer}: per size class, in bytes
+package poolotel
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/poolkit/poolkit/bytepool"
+	"github.com/poolkit/poolkit/pool"
+)
+
+// Attribute keys.
+const (
+	// PoolNameKey names a pool (semantic conventions: required on the
+	// db.client.connection.* metrics).
+	PoolNameKey = attribute.Key("db.client.connection.pool.name")
+	// StateKey is a connection's state: idle or used.
+	StateKey = attribute.Key("db.client.connection.state")
+	// BytesNameKey names a bytepool.
+	BytesNameKey = attribute.Key("poolkit.bytepool.name")
+)
+
+// Options name a pool's measurements.
+type Options struct {
+	// Name is the pool's name, the value of PoolNameKey (ObservePool) or
+	// BytesNameKey (ObserveBytes). Required.
+	Name string
+	// Attributes are added to every measurement.
+	Attributes []attribute.KeyValue
+}
+
+// PoolStatser is what ObservePool reads: a *pool.Pool[T] of any T, or a
+// facade over one (such as pgxmanager.Pool).
+type PoolStatser interface{ Stats() pool.Stats }
+
+// BytesStatser is what ObserveBytes reads: a *bytepool.Pool.
+type BytesStatser interface{ Stats() bytepool.Stats }
+
+// instrument declares an Int64 asynchronous instrument: a Counter (counter
+// set) or an UpDownCounter. With attr set, each of points is measured with
+// that attribute; otherwise value is measured once.
+type instrument[S any] struct {
+	name, unit, desc string
+	counter          bool
+	attr             attribute.Key
+	points           []point[S]
+	value            func(*S) int64
+}
+
+type point[S any] struct {
+	attr  string
+	value func(*S) int64
+}
+
+// series is one measurement of a callback.
+type series[S any] struct {
+	obs   metric.Int64Observable
+	attrs metric.MeasurementOption
+	value func(*S) int64
+}
+
+// observer is the state of one registration: its instruments and how to
+// read each from a snapshot S.
+type observer[S any] struct {
+	base   []attribute.KeyValue
+	series []series[S]
+	obs    []metric.Observable
+}
+
+// withAttrs returns the measurement option of the base attributes plus kv.
+func (o *observer[S]) withAttrs(kv ...attribute.KeyValue) metric.MeasurementOption {
+	all := append(append([]attribute.KeyValue(nil), o.base...), kv...)
+	return metric.WithAttributeSet(attribute.NewSet(all...))
+}
+
+// add creates the instruments of is on meter.
+func (o *observer[S]) add(meter metric.Meter, is []instrument[S]) error {
+	for _, in := range is {
+		var (
+			obs metric.Int64Observable
+			err error
+		)
+		unit, desc := metric.WithUnit(in.unit), metric.WithDescription(in.desc)
+		if in.counter {
+			obs, err = meter.Int64ObservableCounter(in.name, unit, desc)
+		} else {
+			obs, err = meter.Int64ObservableUpDownCounter(in.name, unit, desc)
+		}
+		if err != nil {
+			return err
+		}
+		o.obs = append(o.obs, obs)
+		if in.attr == "" {
+			o.series = append(o.series, series[S]{obs: obs, attrs: o.withAttrs(), value: in.value})
+			continue
+		}
+		for _, p := range in.points {
+			o.series = append(o.series, series[S]{obs: obs, attrs: o.withAttrs(in.attr.String(p.attr)), value: p.value})
+		}
+	}
+	return nil
+}
+
+// observe measures every series of s.
+func (o *observer[S]) observe(ob metric.Observer, s *S) {
+	for _, m := range o.series {
+		ob.ObserveInt64(m.obs, m.value(s), m.attrs)
+	}
+}
+
+func newObserver[S any](nameKey attribute.Key, opt Options) (*observer[S], error) {
+	if opt.Name == "" {
+		return nil, errors.New("poolotel: Options.Name is empty (the pool's name, attribute " + string(nameKey) + ")")
+	}
+	base := append([]attribute.KeyValue{nameKey.String(opt.Name)}, opt.Attributes...)
+	return &observer[S]{base: base}, nil
+}
+
+func i64(v uint64) int64 { return int64(v) }
+
+// ObservePool registers, on meter, asynchronous instruments that report
+// p's statistics at each collection (see the package doc for the metrics).
+// It returns an error if opt.Name is empty or an instrument cannot be made.
+func ObservePool(meter metric.Meter, p PoolStatser, opt Options) (metric.Registration, error) {
+	o, err := newObserver[pool.Stats](PoolNameKey, opt)
+	if err != nil {
+		return nil, err
+	}
+	const conn = "{connection}"
+	err = o.add(meter, []instrument[pool.Stats]{
+		{name: "db.client.connection.count", unit: conn, desc: "The number of connections that are currently in state described by the state attribute.",
+			attr: StateKey, points: []point[pool.Stats]{
+				{"idle", func(s *pool.Stats) int64 { return int64(s.Idle) }},
+				{"used", func(s *pool.Stats) int64 { return int64(s.Leased) }},
+			}},
+		{name: "db.client.connection.max", unit: conn, desc: "The maximum number of open connections allowed.",
+			value: func(s *pool.Stats) int64 { return int64(s.MaxSize) }},
+		{name: "db.client.connection.pending_requests", unit: "{request}", desc: "The number of current pending requests for an open connection.",
+			value: func(s *pool.Stats) int64 { return int64(s.Waiting) }},
+		{name: "db.client.connection.timeouts", unit: "{timeout}", counter: true, desc: "The number of connection timeouts that have occurred trying to obtain a connection from the pool.",
+			value: func(s *pool.Stats) int64 { return i64(s.Timeouts) }},
+		{name: "poolkit.pool.connection.connecting", unit: conn, desc: "Connections being made (Manager.Connect in flight).",
+			value: func(s *pool.Stats) int64 { return int64(s.Connecting) }},
+		{name: "poolkit.pool.connection.closing", unit: conn, desc: "Connections waiting for, or in, Manager.Close.",
+			value: func(s *pool.Stats) int64 { return int64(s.Closing) }},
+		{name: "poolkit.pool.acquires", unit: "{acquire}", counter: true, desc: "Successful Acquire and TryAcquire calls.",
+			value: func(s *pool.Stats) int64 { return i64(s.Acquires) }},
+		{name: "poolkit.pool.claims", unit: conn, counter: true, desc: "Idle connections claimed, by where they were found.",
+			attr: "poolkit.pool.claim.via", points: []point[pool.Stats]{
+				{"local", func(s *pool.Stats) int64 { return i64(s.LocalHits) }},
+				{"exchange", func(s *pool.Stats) int64 { return i64(s.ExchangeHits) }},
+				{"steal", func(s *pool.Stats) int64 { return i64(s.Steals) }},
+				{"handoff", func(s *pool.Stats) int64 { return i64(s.HandOffs) }},
+			}},
+		{name: "poolkit.pool.connects", unit: "{connect}", counter: true, desc: "Manager.Connect attempts.",
+			value: func(s *pool.Stats) int64 { return i64(s.Connects) }},
+		{name: "poolkit.pool.connect.errors", unit: "{error}", counter: true, desc: "Manager.Connect attempts that failed.",
+			value: func(s *pool.Stats) int64 { return i64(s.ConnectErrors) }},
+		{name: "poolkit.pool.connection.created", unit: conn, counter: true, desc: "Connections made (successful connects).",
+			value: func(s *pool.Stats) int64 { return i64(s.Created) }},
+		{name: "poolkit.pool.connection.detached", unit: conn, counter: true, desc: "Connections taken out of the pool by Lease.Detach.",
+			value: func(s *pool.Stats) int64 { return i64(s.Detached) }},
+		{name: "poolkit.pool.connection.closed", unit: conn, counter: true, desc: "Connections closed (Manager.Close returned), by reason.",
+			attr: "poolkit.pool.close.reason", points: []point[pool.Stats]{
+				{"lifetime", func(s *pool.Stats) int64 { return i64(s.ClosedLifetime) }},
+				{"idle", func(s *pool.Stats) int64 { return i64(s.ClosedIdle) }},
+				{"uses", func(s *pool.Stats) int64 { return i64(s.ClosedUses) }},
+				{"recycle", func(s *pool.Stats) int64 { return i64(s.ClosedRecycle) }},
+				{"destroy", func(s *pool.Stats) int64 { return i64(s.ClosedDestroy) }},
+				{"reset", func(s *pool.Stats) int64 { return i64(s.ClosedReset) }},
+				{"release_check", func(s *pool.Stats) int64 { return i64(s.ClosedReleaseCheck) }},
+				{"shrink", func(s *pool.Stats) int64 { return i64(s.ClosedShrink) }},
+				{"pool_closed", func(s *pool.Stats) int64 { return i64(s.ClosedPool) }},
+			}},
+		{name: "poolkit.pool.waits", unit: "{wait}", counter: true, desc: "Acquire calls that waited in line.",
+			value: func(s *pool.Stats) int64 { return i64(s.Waits) }},
+		{name: "poolkit.pool.cancels", unit: "{cancellation}", counter: true, desc: "Waits or connects ended by a cancellation.",
+			value: func(s *pool.Stats) int64 { return i64(s.Cancels) }},
+	})
+	if err != nil {
+		return nil, err
+	}
+	waitTime, err := meter.Float64ObservableCounter("poolkit.pool.wait.time", metric.WithUnit("s"),
+		metric.WithDescription("Time Acquire calls spent waiting in line."))
+	if err != nil {
+		return nil, err
+	}
+	attrs := o.withAttrs()
+	return meter.RegisterCallback(func(_ context.Context, ob metric.Observer) error {
+		s := p.Stats()
+		o.observe(ob, &s)
+		ob.ObserveFloat64(waitTime, s.WaitTime.Seconds(), attrs)
+		return nil
+	}, append(o.obs, waitTime)...)
+}
+
+// ObserveBytes registers, on meter, asynchronous instruments that report
+// p's statistics at each collection (see the package doc for the metrics).
+// It returns an error if opt.Name is empty or an instrument cannot be made.
+// bytepool.Stats allocates: one snapshot per collection.
+func ObserveBytes(meter metric.Meter, p BytesStatser, opt Options) (metric.Registration, error) {
+	o, err := newObserver[bytepool.Stats](BytesNameKey, opt)
+	if err != nil {
+		return nil, err
+	}
+	const buf = "{buffer}"
+	err = o.add(meter, []instrument[bytepool.Stats]{
+		{name: "poolkit.bytepool.gets", unit: "{get}", counter: true, desc: "Get calls, by how they were served.",
+			attr: "poolkit.bytepool.source", points: []point[bytepool.Stats]{
+				{"local", func(s *bytepool.Stats) int64 { return i64(s.LocalHits) }},
+				{"exchange", func(s *bytepool.Stats) int64 { return i64(s.ExchangeHits) }},
+				{"steal", func(s *bytepool.Stats) int64 { return i64(s.StealHits) }},
+				{"alloc", func(s *bytepool.Stats) int64 { return i64(s.Allocs) }},
+				{"oversize", func(s *bytepool.Stats) int64 { return i64(s.Oversize) }},
+			}},
+		{name: "poolkit.bytepool.alloc.failures", unit: "{failure}", counter: true, desc: "Class allocations whose Allocator failed (the pool used make instead).",
+			value: func(s *bytepool.Stats) int64 { return i64(s.AllocFailures) }},
+		{name: "poolkit.bytepool.parked", unit: buf, counter: true, desc: "Put calls filed in an exchange.",
+			value: func(s *bytepool.Stats) int64 { return i64(s.Parked) }},
+		{name: "poolkit.bytepool.drops", unit: buf, counter: true, desc: "Put calls whose buffer was not kept.",
+			value: func(s *bytepool.Stats) int64 { return i64(s.Drops) }},
+		{name: "poolkit.bytepool.released", unit: buf, counter: true, desc: "Buffers let go from the pool's tiers (Trim, idle trimming).",
+			value: func(s *bytepool.Stats) int64 { return i64(s.Released) }},
+		{name: "poolkit.bytepool.retained", unit: "By", desc: "Bytes kept for reuse.",
+			value: func(s *bytepool.Stats) int64 { return s.Retained }},
+		{name: "poolkit.bytepool.retained.limit", unit: "By", desc: "The retention bound.",
+			value: func(s *bytepool.Stats) int64 { return s.MaxRetained }},
+	})
+	if err != nil {
+		return nil, err
+	}
+	classBuffers, err := meter.Int64ObservableUpDownCounter("poolkit.bytepool.class.buffers", metric.WithUnit(buf),
+		metric.WithDescription("Buffers kept for reuse, per size class (size in bytes)."))
+	if err != nil {
+		return nil, err
+	}
+	// A pool's size classes are fixed when it is made: their attribute sets
+	// are built once, here, from a first snapshot.
+	const sizeKey = attribute.Key("poolkit.bytepool.class.size")
+	var classAttrs []metric.MeasurementOption
+	for _, cl := range p.Stats().Classes {
+		classAttrs = append(classAttrs, o.withAttrs(sizeKey.Int(cl.Size)))
+	}
+	return meter.RegisterCallback(func(_ context.Context, ob metric.Observer) error {
+		s := p.Stats()
+		o.observe(ob, &s)
+		for i, cl := range s.Classes {
+			if i < len(classAttrs) {
+				ob.ObserveInt64(classBuffers, int64(cl.Buffers), classAttrs[i])
+			} else {
+				ob.ObserveInt64(classBuffers, int64(cl.Buffers), o.withAttrs(sizeKey.Int(cl.Size)))
+			}
+		}
+		return nil
+	}, append(o.obs, classBuffers)...)
+}

@@ -1,0 +1,224 @@
+package poolotel_test
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/goleak"
+
+	"github.com/poolkit/poolkit/bytepool"
+	"github.com/poolkit/poolkit/manager"
+	"github.com/poolkit/poolkit/pool"
+	"github.com/poolkit/poolkit/pool/poolotel"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 10*time.Second, time.Millisecond)
+}
+
+// drivePool brings a pool of MaxSize 2 to a known state: one connection
+// used, one idle; three created and one destroyed; four acquires; three
+// waits in line (one timed out, one cancelled, and the Acquire that made the
+// third connection, which waits in line for its connect); and, while wait
+// runs, one Acquire waiting in line. It returns once that waiter has given
+// up (cancelled), with the pool quiescent.
+func drivePool(t *testing.T, wait func(*pool.Pool[int])) *pool.Pool[int] {
+	t.Helper()
+	var n atomic.Int64
+	p, err := pool.New[int](manager.Funcs[int]{
+		ConnectFunc: func(context.Context) (int, error) { return int(n.Add(1)), nil },
+	}, pool.Config{MaxSize: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close(context.Background())) })
+	ctx := t.Context()
+
+	a, err := p.Acquire(ctx)
+	require.NoError(t, err)
+	b, err := p.Acquire(ctx)
+	require.NoError(t, err)
+
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+	_, err = p.Acquire(tctx) // full: waits, times out
+	cancel()
+	require.ErrorIs(t, err, pool.ErrTimeout)
+
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Acquire(cctx) // full: waits until cancelled
+		done <- err
+	}()
+	waitFor(t, func() bool { return p.Stats().Waiting == 1 })
+	wait(p)
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+
+	b.Release()
+	a.Destroy()
+	c, err := p.Acquire(ctx) // b's connection, idle
+	require.NoError(t, err)
+	d, err := p.Acquire(ctx) // a third connection
+	require.NoError(t, err)
+	d.Release()
+	t.Cleanup(c.Release) // c stays leased until the test ends (before Close: cleanups run last first)
+	waitFor(t, func() bool { s := p.Stats(); return s.Closing == 0 && s.Idle == 1 })
+	return p
+}
+
+// point is one collected data point: its value, and whether its
+// instrument is a monotonic sum (a Counter).
+type point struct {
+	value     float64
+	monotonic bool
+	unit      string
+}
+
+// collect reads every data point of reader, keyed by the metric name and
+// its attributes other than the pool's name, which it checks.
+func collect(t *testing.T, reader *sdkmetric.ManualReader, nameKey attribute.Key, name string) map[string]point {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	out := map[string]point{}
+	key := func(m metricdata.Metrics, set attribute.Set) string {
+		v, ok := set.Value(nameKey)
+		require.True(t, ok, "%s has no %s", m.Name, nameKey)
+		require.Equal(t, name, v.AsString())
+		k := m.Name
+		for _, kv := range set.ToSlice() {
+			if kv.Key != nameKey {
+				k += " " + string(kv.Key) + "=" + kv.Value.Emit()
+			}
+		}
+		return k
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				require.Equal(t, metricdata.CumulativeTemporality, d.Temporality, m.Name)
+				for _, dp := range d.DataPoints {
+					out[key(m, dp.Attributes)] = point{float64(dp.Value), d.IsMonotonic, m.Unit}
+				}
+			case metricdata.Sum[float64]:
+				require.Equal(t, metricdata.CumulativeTemporality, d.Temporality, m.Name)
+				for _, dp := range d.DataPoints {
+					out[key(m, dp.Attributes)] = point{dp.Value, d.IsMonotonic, m.Unit}
+				}
+			default:
+				t.Fatalf("%s: unexpected data %T", m.Name, m.Data)
+			}
+		}
+	}
+	return out
+}
+
+func newReader(t *testing.T) (*sdkmetric.ManualReader, *sdkmetric.MeterProvider) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { require.NoError(t, mp.Shutdown(context.Background())) })
+	return reader, mp
+}
+
+func TestObservePoolReportsAPoolInAKnownState(t *testing.T) {
+	reader, mp := newReader(t)
+	var reg interface{ Unregister() error }
+	p := drivePool(t, func(p *pool.Pool[int]) {
+		r, err := poolotel.ObservePool(mp.Meter("test"), p, poolotel.Options{Name: "db",
+			Attributes: []attribute.KeyValue{attribute.String("service", "api")}})
+		require.NoError(t, err)
+		reg = r
+		got := collect(t, reader, poolotel.PoolNameKey, "db")
+		require.Equal(t, point{1, false, "{request}"}, got["db.client.connection.pending_requests service=api"])
+	})
+	got := collect(t, reader, poolotel.PoolNameKey, "db")
+	s := p.Stats()
+	up, mono := false, true
+	want := map[string]point{
+		"db.client.connection.count db.client.connection.state=idle service=api":       {1, up, "{connection}"},
+		"db.client.connection.count db.client.connection.state=used service=api":       {1, up, "{connection}"},
+		"db.client.connection.max service=api":                                         {2, up, "{connection}"},
+		"db.client.connection.pending_requests service=api":                            {0, up, "{request}"},
+		"db.client.connection.timeouts service=api":                                    {1, mono, "{timeout}"},
+		"poolkit.pool.connection.connecting service=api":                               {0, up, "{connection}"},
+		"poolkit.pool.connection.closing service=api":                                  {0, up, "{connection}"},
+		"poolkit.pool.acquires service=api":                                            {4, mono, "{acquire}"},
+		"poolkit.pool.claims poolkit.pool.claim.via=local service=api":                 {float64(s.LocalHits), mono, "{connection}"},
+		"poolkit.pool.claims poolkit.pool.claim.via=exchange service=api":              {float64(s.ExchangeHits), mono, "{connection}"},
+		"poolkit.pool.claims poolkit.pool.claim.via=steal service=api":                 {float64(s.Steals), mono, "{connection}"},
+		"poolkit.pool.claims poolkit.pool.claim.via=handoff service=api":               {float64(s.HandOffs), mono, "{connection}"},
+		"poolkit.pool.connects service=api":                                            {3, mono, "{connect}"},
+		"poolkit.pool.connect.errors service=api":                                      {0, mono, "{error}"},
+		"poolkit.pool.connection.created service=api":                                  {3, mono, "{connection}"},
+		"poolkit.pool.connection.detached service=api":                                 {0, mono, "{connection}"},
+		"poolkit.pool.waits service=api":                                               {3, mono, "{wait}"},
+		"poolkit.pool.wait.time service=api":                                           {s.WaitTime.Seconds(), mono, "s"},
+		"poolkit.pool.cancels service=api":                                             {1, mono, "{cancellation}"},
+		"poolkit.pool.connection.closed poolkit.pool.close.reason=destroy service=api": {1, mono, "{connection}"},
+	}
+	for _, r := range []string{"lifetime", "idle", "uses", "recycle", "reset", "release_check", "shrink", "pool_closed"} {
+		want["poolkit.pool.connection.closed poolkit.pool.close.reason="+r+" service=api"] = point{0, mono, "{connection}"}
+	}
+	require.Equal(t, want, got)
+	require.EqualValues(t, 1, s.LocalHits+s.ExchangeHits+s.Steals+s.HandOffs, "one idle connection was claimed")
+	require.GreaterOrEqual(t, s.WaitTime, 5*time.Millisecond, "the timed-out wait alone lasted 5ms")
+
+	require.NoError(t, reg.Unregister())
+	require.Empty(t, collect(t, reader, poolotel.PoolNameKey, "db"), "nothing is reported after Unregister")
+}
+
+// With GOMAXPROCS 1 every Get and Put runs on the one P: the sources of the
+// Gets are known.
+func TestObserveBytesReportsAPoolInAKnownState(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	bp, err := bytepool.New(bytepool.Config{MinSize: 64, MaxSize: 256, IdleTimeout: -1, IdleCycles: -1})
+	require.NoError(t, err)
+	b := bp.Get(100) // allocates a 128-byte class buffer
+	bp.Put(b)        // kept on the P's stack
+	b = bp.Get(100)  // served by it
+	bp.Put(b)
+	_ = bp.Get(4096)           // above MaxSize: a plain allocation
+	bp.Put(make([]byte, 0, 8)) // smaller than MinSize: dropped
+
+	reader, mp := newReader(t)
+	reg, err := poolotel.ObserveBytes(mp.Meter("test"), bp, poolotel.Options{Name: "buffers"})
+	require.NoError(t, err)
+	defer reg.Unregister()
+	got := collect(t, reader, poolotel.BytesNameKey, "buffers")
+	s := bp.Stats()
+	up, mono := false, true
+	require.Equal(t, map[string]point{
+		"poolkit.bytepool.gets poolkit.bytepool.source=local":            {1, mono, "{get}"},
+		"poolkit.bytepool.gets poolkit.bytepool.source=exchange":         {0, mono, "{get}"},
+		"poolkit.bytepool.gets poolkit.bytepool.source=steal":            {0, mono, "{get}"},
+		"poolkit.bytepool.gets poolkit.bytepool.source=alloc":            {1, mono, "{get}"},
+		"poolkit.bytepool.gets poolkit.bytepool.source=oversize":         {1, mono, "{get}"},
+		"poolkit.bytepool.alloc.failures":                                {0, mono, "{failure}"},
+		"poolkit.bytepool.parked":                                        {float64(s.Parked), mono, "{buffer}"},
+		"poolkit.bytepool.drops":                                         {1, mono, "{buffer}"},
+		"poolkit.bytepool.released":                                      {0, mono, "{buffer}"},
+		"poolkit.bytepool.retained":                                      {128, up, "By"},
+		"poolkit.bytepool.retained.limit":                                {float64(s.MaxRetained), up, "By"},
+		"poolkit.bytepool.class.buffers poolkit.bytepool.class.size=64":  {0, up, "{buffer}"},
+		"poolkit.bytepool.class.buffers poolkit.bytepool.class.size=128": {1, up, "{buffer}"},
+		"poolkit.bytepool.class.buffers poolkit.bytepool.class.size=256": {0, up, "{buffer}"},
+	}, got)
+}
+
+func TestObserveNeedsAName(t *testing.T) {
+	_, mp := newReader(t)
+	_, err := poolotel.ObservePool(mp.Meter("test"), (*pool.Pool[int])(nil), poolotel.Options{})
+	require.ErrorContains(t, err, "Options.Name")
+	_, err = poolotel.ObserveBytes(mp.Meter("test"), (*bytepool.Pool)(nil), poolotel.Options{})
+	require.ErrorContains(t, err, "Options.Name")
+}

@@ -1,0 +1,262 @@
+// Package poolprom exports the statistics of poolkit's pools to Prometheus:
+// NewPoolCollector for a pool.Pool (pool.Stats), NewBytesCollector for a
+// bytepool.Pool (bytepool.Stats). Each is a prometheus.Collector that reads
+// one Stats snapshot per scrape; nothing runs between scrapes and the pools'
+// hot paths pay nothing.
+//
+// Names follow Prometheus conventions: namespace_subsystem_name, base units
+// (seconds, bytes), _total on counters, and one metric with a label where
+// pool.Stats has one field per value (connections by state, closes by
+// reason). Pools registered together are told apart by Options.ConstLabels,
+// which must then use the same label names for every pool.
+//
+//	reg.MustRegister(poolprom.NewPoolCollector(p, poolprom.Options{ConstLabels: prometheus.Labels{"pool": "db"}}))
+//
+// The metrics of NewPoolCollector, with the default namespace:
+//
+//	poolkit_pool_connections{state}                gauge: state is idle, used, connecting or closing
+//	poolkit_pool_max_connections                   gauge: MaxSize
+//	poolkit_pool_pending_acquires                  gauge: Acquire calls waiting in line
+//	poolkit_pool_acquires_total                    counter
+//	poolkit_pool_claims_total{via}                 counter: objects claimed via local, exchange, steal or handoff
+//	poolkit_pool_connects_total                    counter: Manager.Connect attempts
+//	poolkit_pool_connect_errors_total              counter
+//	poolkit_pool_connections_created_total         counter
+//	poolkit_pool_connections_detached_total        counter
+//	poolkit_pool_connections_closed_total{reason}  counter: reason is lifetime, idle, uses, recycle, destroy, reset, release_check, shrink or pool_closed
+//	poolkit_pool_waits_total                       counter: acquires that waited in line
+//	poolkit_pool_wait_seconds_total                counter: time spent waiting
+//	poolkit_pool_timeouts_total                    counter: waits or connects ended by a deadline
+//	poolkit_pool_cancels_total                     counter: waits or connects ended by a cancellation
+//
+// The metrics of NewBytesCollector:
+//
+//	poolkit_bytepool_gets_total{source}            counter: source is local, exchange, steal, alloc or oversize
+//	poolkit_bytepool_alloc_failures_total          counter
+//	poolkit_bytepool_parked_total                  counter: Puts filed in an exchange
+//	poolkit_bytepool_drops_total                   counter: Puts not kept
+//	poolkit_bytepool_released_total                counter: buffers let go by trimming
+//	poolkit_bytepool_retained_bytes                gauge
+//	poolkit_bytepool_max_retained_bytes            gauge: the retention bound
+//	poolkit_bytepool_class_buffers{size}           gauge: buffers kept, per size class (size in bytes)
+package poolprom
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/poolkit/poolkit/bytepool"
+	"github.com/poolkit/poolkit/pool"
+)
+
+// DefaultNamespace is Options.Namespace's default.
+const DefaultNamespace = "poolkit"
+
+// Options name the metrics of a collector.
+type Options struct {
+	// Namespace prefixes every metric name. "": DefaultNamespace.
+	Namespace string
+	// ConstLabels are added to every metric, to tell pools apart (e.g.
+	// {"pool": "db"}).
+	ConstLabels prometheus.Labels
+}
+
+func (o Options) namespace() string {
+	if o.Namespace == "" {
+		return DefaultNamespace
+	}
+	return o.Namespace
+}
+
+// PoolStatser is what NewPoolCollector reads: a *pool.Pool[T] of any T, or a
+// facade over one (such as pgxmanager.Pool).
+type PoolStatser interface{ Stats() pool.Stats }
+
+// BytesStatser is what NewBytesCollector reads: a *bytepool.Pool.
+type BytesStatser interface{ Stats() bytepool.Stats }
+
+// series is one time series of a collector: its family, its label values
+// (none, or one), and how to read its value from a snapshot S.
+type series[S any] struct {
+	desc  *prometheus.Desc
+	typ   prometheus.ValueType
+	label string // the value of the family's one variable label; "" if it has none
+	value func(*S) float64
+}
+
+// family declares a metric; with label set, each of values becomes a series
+// with that label value.
+type family[S any] struct {
+	name, help string
+	typ        prometheus.ValueType
+	label      string
+	values     []labelled[S] // with label: one per label value
+	value      func(*S) float64
+}
+
+type labelled[S any] struct {
+	label string
+	value func(*S) float64
+}
+
+// collector is a prometheus.Collector over a source of snapshots S.
+type collector[S any] struct {
+	stats  func() S
+	descs  []*prometheus.Desc
+	series []series[S]
+}
+
+func newCollector[S any](stats func() S, subsystem string, o Options, families []family[S]) *collector[S] {
+	c := &collector[S]{stats: stats}
+	for _, f := range families {
+		var labels []string
+		if f.label != "" {
+			labels = []string{f.label}
+		}
+		d := prometheus.NewDesc(prometheus.BuildFQName(o.namespace(), subsystem, f.name), f.help, labels, o.ConstLabels)
+		c.descs = append(c.descs, d)
+		if f.label == "" {
+			c.series = append(c.series, series[S]{desc: d, typ: f.typ, value: f.value})
+			continue
+		}
+		for _, v := range f.values {
+			c.series = append(c.series, series[S]{desc: d, typ: f.typ, label: v.label, value: v.value})
+		}
+	}
+	return c
+}
+
+func (c *collector[S]) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+// Collect reads one snapshot and sends every series of it.
+func (c *collector[S]) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	c.send(ch, &s)
+}
+
+func (c *collector[S]) send(ch chan<- prometheus.Metric, s *S) {
+	for _, m := range c.series {
+		if m.label == "" {
+			ch <- prometheus.MustNewConstMetric(m.desc, m.typ, m.value(s))
+		} else {
+			ch <- prometheus.MustNewConstMetric(m.desc, m.typ, m.value(s), m.label)
+		}
+	}
+}
+
+// bytesCollector adds to the fixed series one per size class, which a
+// snapshot lists.
+type bytesCollector struct {
+	*collector[bytepool.Stats]
+	classBuffers *prometheus.Desc
+}
+
+func (c bytesCollector) Describe(ch chan<- *prometheus.Desc) {
+	c.collector.Describe(ch)
+	ch <- c.classBuffers
+}
+
+func (c bytesCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	c.send(ch, &s)
+	for _, cl := range s.Classes {
+		ch <- prometheus.MustNewConstMetric(c.classBuffers, prometheus.GaugeValue, float64(cl.Buffers), strconv.Itoa(cl.Size))
+	}
+}
+
+func u(v uint64) float64 { return float64(v) }
+
+// NewPoolCollector returns a collector of p's statistics (see the package
+// doc for the metrics). It reads p.Stats once per scrape.
+func NewPoolCollector(p PoolStatser, o Options) prometheus.Collector {
+	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
+	return newCollector(p.Stats, "pool", o, []family[pool.Stats]{
+		{name: "connections", help: "Connections by state: idle, used (leased), connecting, closing (waiting for or in Manager.Close).",
+			typ: gauge, label: "state", values: []labelled[pool.Stats]{
+				{"idle", func(s *pool.Stats) float64 { return float64(s.Idle) }},
+				{"used", func(s *pool.Stats) float64 { return float64(s.Leased) }},
+				{"connecting", func(s *pool.Stats) float64 { return float64(s.Connecting) }},
+				{"closing", func(s *pool.Stats) float64 { return float64(s.Closing) }},
+			}},
+		{name: "max_connections", help: "The most connections the pool may hold (MaxSize).",
+			typ: gauge, value: func(s *pool.Stats) float64 { return float64(s.MaxSize) }},
+		{name: "pending_acquires", help: "Acquire calls waiting in line for a connection.",
+			typ: gauge, value: func(s *pool.Stats) float64 { return float64(s.Waiting) }},
+		{name: "acquires_total", help: "Successful Acquire and TryAcquire calls.",
+			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Acquires) }},
+		{name: "claims_total", help: "Idle connections claimed, by where they were found: the caller's per-P stack (local), the exchange, a scan of every connection (steal), or handed straight to a waiter (handoff).",
+			typ: counter, label: "via", values: []labelled[pool.Stats]{
+				{"local", func(s *pool.Stats) float64 { return u(s.LocalHits) }},
+				{"exchange", func(s *pool.Stats) float64 { return u(s.ExchangeHits) }},
+				{"steal", func(s *pool.Stats) float64 { return u(s.Steals) }},
+				{"handoff", func(s *pool.Stats) float64 { return u(s.HandOffs) }},
+			}},
+		{name: "connects_total", help: "Manager.Connect attempts.",
+			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Connects) }},
+		{name: "connect_errors_total", help: "Manager.Connect attempts that failed.",
+			typ: counter, value: func(s *pool.Stats) float64 { return u(s.ConnectErrors) }},
+		{name: "connections_created_total", help: "Connections made (successful connects).",
+			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Created) }},
+		{name: "connections_detached_total", help: "Connections taken out of the pool by Lease.Detach.",
+			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Detached) }},
+		{name: "connections_closed_total", help: "Connections closed (Manager.Close returned), by reason.",
+			typ: counter, label: "reason", values: []labelled[pool.Stats]{
+				{"lifetime", func(s *pool.Stats) float64 { return u(s.ClosedLifetime) }},
+				{"idle", func(s *pool.Stats) float64 { return u(s.ClosedIdle) }},
+				{"uses", func(s *pool.Stats) float64 { return u(s.ClosedUses) }},
+				{"recycle", func(s *pool.Stats) float64 { return u(s.ClosedRecycle) }},
+				{"destroy", func(s *pool.Stats) float64 { return u(s.ClosedDestroy) }},
+				{"reset", func(s *pool.Stats) float64 { return u(s.ClosedReset) }},
+				{"release_check", func(s *pool.Stats) float64 { return u(s.ClosedReleaseCheck) }},
+				{"shrink", func(s *pool.Stats) float64 { return u(s.ClosedShrink) }},
+				{"pool_closed", func(s *pool.Stats) float64 { return u(s.ClosedPool) }},
+			}},
+		{name: "waits_total", help: "Acquire calls that waited in line.",
+			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Waits) }},
+		{name: "wait_seconds_total", help: "Time Acquire calls spent waiting in line.",
+			typ: counter, value: func(s *pool.Stats) float64 { return s.WaitTime.Seconds() }},
+		{name: "timeouts_total", help: "Waits or connects ended by a deadline.",
+			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Timeouts) }},
+		{name: "cancels_total", help: "Waits or connects ended by a cancellation.",
+			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Cancels) }},
+	})
+}
+
+// NewBytesCollector returns a collector of p's statistics (see the package
+// doc for the metrics). It reads p.Stats once per scrape; bytepool.Stats
+// allocates.
+func NewBytesCollector(p BytesStatser, o Options) prometheus.Collector {
+	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
+	c := newCollector(p.Stats, "bytepool", o, []family[bytepool.Stats]{
+		{name: "gets_total", help: "Get calls, by how they were served: the caller's per-P tiers (local), the exchange, another P's spill (steal), a new class buffer (alloc), or a plain allocation above MaxSize (oversize).",
+			typ: counter, label: "source", values: []labelled[bytepool.Stats]{
+				{"local", func(s *bytepool.Stats) float64 { return u(s.LocalHits) }},
+				{"exchange", func(s *bytepool.Stats) float64 { return u(s.ExchangeHits) }},
+				{"steal", func(s *bytepool.Stats) float64 { return u(s.StealHits) }},
+				{"alloc", func(s *bytepool.Stats) float64 { return u(s.Allocs) }},
+				{"oversize", func(s *bytepool.Stats) float64 { return u(s.Oversize) }},
+			}},
+		{name: "alloc_failures_total", help: "Class allocations whose Allocator failed (the pool used make instead).",
+			typ: counter, value: func(s *bytepool.Stats) float64 { return u(s.AllocFailures) }},
+		{name: "parked_total", help: "Put calls filed in an exchange.",
+			typ: counter, value: func(s *bytepool.Stats) float64 { return u(s.Parked) }},
+		{name: "drops_total", help: "Put calls whose buffer was not kept.",
+			typ: counter, value: func(s *bytepool.Stats) float64 { return u(s.Drops) }},
+		{name: "released_total", help: "Buffers let go from the pool's tiers (Trim, idle trimming).",
+			typ: counter, value: func(s *bytepool.Stats) float64 { return u(s.Released) }},
+		{name: "retained_bytes", help: "Bytes kept for reuse.",
+			typ: gauge, value: func(s *bytepool.Stats) float64 { return float64(s.Retained) }},
+		{name: "max_retained_bytes", help: "The retention bound, in bytes.",
+			typ: gauge, value: func(s *bytepool.Stats) float64 { return float64(s.MaxRetained) }},
+	})
+	return bytesCollector{
+		collector: c,
+		classBuffers: prometheus.NewDesc(prometheus.BuildFQName(o.namespace(), "bytepool", "class_buffers"),
+			"Buffers kept for reuse, per size class (size in bytes).", []string{"size"}, o.ConstLabels),
+	}
+}

@@ -1,0 +1,250 @@
+package poolprom_test
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/poolkit/poolkit/bytepool"
+	"github.com/poolkit/poolkit/manager"
+	"github.com/poolkit/poolkit/pool"
+	"github.com/poolkit/poolkit/pool/poolprom"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 10*time.Second, time.Millisecond)
+}
+
+// drivePool brings a pool of MaxSize 2 to a known state: one connection
+// used, one idle; three created and one destroyed; four acquires; three
+// waits in line (one timed out, one cancelled, and the Acquire that made the
+// third connection, which waits in line for its connect); and, while wait
+// runs, one Acquire waiting in line. It returns once that waiter has given
+// up (cancelled), with the pool quiescent.
+func drivePool(t *testing.T, wait func(*pool.Pool[int])) *pool.Pool[int] {
+	t.Helper()
+	var n atomic.Int64
+	p, err := pool.New[int](manager.Funcs[int]{
+		ConnectFunc: func(context.Context) (int, error) { return int(n.Add(1)), nil },
+	}, pool.Config{MaxSize: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close(context.Background())) })
+	ctx := t.Context()
+
+	a, err := p.Acquire(ctx)
+	require.NoError(t, err)
+	b, err := p.Acquire(ctx)
+	require.NoError(t, err)
+
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+	_, err = p.Acquire(tctx) // full: waits, times out
+	cancel()
+	require.ErrorIs(t, err, pool.ErrTimeout)
+
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Acquire(cctx) // full: waits until cancelled
+		done <- err
+	}()
+	waitFor(t, func() bool { return p.Stats().Waiting == 1 })
+	wait(p)
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+
+	b.Release()
+	a.Destroy()
+	c, err := p.Acquire(ctx) // b's connection, idle
+	require.NoError(t, err)
+	d, err := p.Acquire(ctx) // a third connection
+	require.NoError(t, err)
+	d.Release()
+	t.Cleanup(c.Release) // c stays leased until the test ends (before Close: cleanups run last first)
+	waitFor(t, func() bool { s := p.Stats(); return s.Closing == 0 && s.Idle == 1 })
+	return p
+}
+
+func TestPoolCollectorReportsAPoolInAKnownState(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	var whileWaiting string
+	p := drivePool(t, func(p *pool.Pool[int]) {
+		reg.MustRegister(poolprom.NewPoolCollector(p, poolprom.Options{ConstLabels: prometheus.Labels{"pool": "db"}}))
+		require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP poolkit_pool_pending_acquires Acquire calls waiting in line for a connection.
+# TYPE poolkit_pool_pending_acquires gauge
+poolkit_pool_pending_acquires{pool="db"} 1
+`), "poolkit_pool_pending_acquires"))
+		whileWaiting = "checked"
+	})
+	require.Equal(t, "checked", whileWaiting)
+
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP poolkit_pool_acquires_total Successful Acquire and TryAcquire calls.
+# TYPE poolkit_pool_acquires_total counter
+poolkit_pool_acquires_total{pool="db"} 4
+# HELP poolkit_pool_cancels_total Waits or connects ended by a cancellation.
+# TYPE poolkit_pool_cancels_total counter
+poolkit_pool_cancels_total{pool="db"} 1
+# HELP poolkit_pool_connect_errors_total Manager.Connect attempts that failed.
+# TYPE poolkit_pool_connect_errors_total counter
+poolkit_pool_connect_errors_total{pool="db"} 0
+# HELP poolkit_pool_connections Connections by state: idle, used (leased), connecting, closing (waiting for or in Manager.Close).
+# TYPE poolkit_pool_connections gauge
+poolkit_pool_connections{pool="db",state="closing"} 0
+poolkit_pool_connections{pool="db",state="connecting"} 0
+poolkit_pool_connections{pool="db",state="idle"} 1
+poolkit_pool_connections{pool="db",state="used"} 1
+# HELP poolkit_pool_connections_closed_total Connections closed (Manager.Close returned), by reason.
+# TYPE poolkit_pool_connections_closed_total counter
+poolkit_pool_connections_closed_total{pool="db",reason="destroy"} 1
+poolkit_pool_connections_closed_total{pool="db",reason="idle"} 0
+poolkit_pool_connections_closed_total{pool="db",reason="lifetime"} 0
+poolkit_pool_connections_closed_total{pool="db",reason="pool_closed"} 0
+poolkit_pool_connections_closed_total{pool="db",reason="recycle"} 0
+poolkit_pool_connections_closed_total{pool="db",reason="release_check"} 0
+poolkit_pool_connections_closed_total{pool="db",reason="reset"} 0
+poolkit_pool_connections_closed_total{pool="db",reason="shrink"} 0
+poolkit_pool_connections_closed_total{pool="db",reason="uses"} 0
+# HELP poolkit_pool_connections_created_total Connections made (successful connects).
+# TYPE poolkit_pool_connections_created_total counter
+poolkit_pool_connections_created_total{pool="db"} 3
+# HELP poolkit_pool_connections_detached_total Connections taken out of the pool by Lease.Detach.
+# TYPE poolkit_pool_connections_detached_total counter
+poolkit_pool_connections_detached_total{pool="db"} 0
+# HELP poolkit_pool_connects_total Manager.Connect attempts.
+# TYPE poolkit_pool_connects_total counter
+poolkit_pool_connects_total{pool="db"} 3
+# HELP poolkit_pool_max_connections The most connections the pool may hold (MaxSize).
+# TYPE poolkit_pool_max_connections gauge
+poolkit_pool_max_connections{pool="db"} 2
+# HELP poolkit_pool_pending_acquires Acquire calls waiting in line for a connection.
+# TYPE poolkit_pool_pending_acquires gauge
+poolkit_pool_pending_acquires{pool="db"} 0
+# HELP poolkit_pool_timeouts_total Waits or connects ended by a deadline.
+# TYPE poolkit_pool_timeouts_total counter
+poolkit_pool_timeouts_total{pool="db"} 1
+# HELP poolkit_pool_waits_total Acquire calls that waited in line.
+# TYPE poolkit_pool_waits_total counter
+poolkit_pool_waits_total{pool="db"} 3
+`),
+		"poolkit_pool_acquires_total", "poolkit_pool_cancels_total", "poolkit_pool_connect_errors_total",
+		"poolkit_pool_connections", "poolkit_pool_connections_closed_total", "poolkit_pool_connections_created_total",
+		"poolkit_pool_connections_detached_total", "poolkit_pool_connects_total", "poolkit_pool_max_connections",
+		"poolkit_pool_pending_acquires", "poolkit_pool_timeouts_total", "poolkit_pool_waits_total"))
+
+	// Where idle connections were claimed depends on which P ran each
+	// Acquire; the series carry the snapshot's fields.
+	s := p.Stats()
+	claims := map[string]uint64{"local": s.LocalHits, "exchange": s.ExchangeHits, "steal": s.Steals, "handoff": s.HandOffs}
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	var sawClaims, sawWait bool
+	for _, f := range families {
+		switch f.GetName() {
+		case "poolkit_pool_claims_total":
+			sawClaims = true
+			require.Len(t, f.GetMetric(), len(claims))
+			for _, m := range f.GetMetric() {
+				via := ""
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "via" {
+						via = l.GetValue()
+					}
+				}
+				want, ok := claims[via]
+				require.True(t, ok, "unexpected via=%q", via)
+				require.EqualValues(t, want, m.GetCounter().GetValue(), "via=%s", via)
+			}
+		case "poolkit_pool_wait_seconds_total":
+			sawWait = true
+			v := f.GetMetric()[0].GetCounter().GetValue()
+			require.Equal(t, s.WaitTime.Seconds(), v)
+			require.GreaterOrEqual(t, v, (5 * time.Millisecond).Seconds(), "the timed-out wait alone lasted 5ms")
+		}
+	}
+	require.True(t, sawClaims)
+	require.True(t, sawWait)
+	require.EqualValues(t, 1, s.LocalHits+s.ExchangeHits+s.Steals+s.HandOffs, "one idle connection was claimed")
+}
+
+// With GOMAXPROCS 1 every Get and Put runs on the one P: the sources of the
+// Gets are known.
+func TestBytesCollectorReportsAPoolInAKnownState(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	bp, err := bytepool.New(bytepool.Config{MinSize: 64, MaxSize: 1024, IdleTimeout: -1, IdleCycles: -1})
+	require.NoError(t, err)
+	b := bp.Get(100) // allocates a 128-byte class buffer
+	bp.Put(b)        // kept on the P's stack
+	b = bp.Get(100)  // served by it
+	bp.Put(b)
+	_ = bp.Get(4096)           // above MaxSize: a plain allocation
+	bp.Put(make([]byte, 0, 8)) // smaller than MinSize: dropped
+
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(poolprom.NewBytesCollector(bp, poolprom.Options{Namespace: "svc"}))
+	s := bp.Stats()
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP svc_bytepool_class_buffers Buffers kept for reuse, per size class (size in bytes).
+# TYPE svc_bytepool_class_buffers gauge
+svc_bytepool_class_buffers{size="64"} 0
+svc_bytepool_class_buffers{size="128"} 1
+svc_bytepool_class_buffers{size="256"} 0
+svc_bytepool_class_buffers{size="512"} 0
+svc_bytepool_class_buffers{size="1024"} 0
+# HELP svc_bytepool_drops_total Put calls whose buffer was not kept.
+# TYPE svc_bytepool_drops_total counter
+svc_bytepool_drops_total 1
+# HELP svc_bytepool_gets_total Get calls, by how they were served: the caller's per-P tiers (local), the exchange, another P's spill (steal), a new class buffer (alloc), or a plain allocation above MaxSize (oversize).
+# TYPE svc_bytepool_gets_total counter
+svc_bytepool_gets_total{source="alloc"} 1
+svc_bytepool_gets_total{source="exchange"} 0
+svc_bytepool_gets_total{source="local"} 1
+svc_bytepool_gets_total{source="oversize"} 1
+svc_bytepool_gets_total{source="steal"} 0
+# HELP svc_bytepool_retained_bytes Bytes kept for reuse.
+# TYPE svc_bytepool_retained_bytes gauge
+svc_bytepool_retained_bytes 128
+`), "svc_bytepool_class_buffers", "svc_bytepool_drops_total", "svc_bytepool_gets_total", "svc_bytepool_retained_bytes"))
+
+	for name, want := range map[string]float64{
+		"svc_bytepool_max_retained_bytes":   float64(s.MaxRetained),
+		"svc_bytepool_alloc_failures_total": 0,
+		"svc_bytepool_parked_total":         float64(s.Parked),
+		"svc_bytepool_released_total":       0,
+	} {
+		got, err := testutil.GatherAndCount(reg, name)
+		require.NoError(t, err)
+		require.Equal(t, 1, got, name)
+		require.Equal(t, want, gathered(t, reg, name), name)
+	}
+	require.Positive(t, s.MaxRetained)
+}
+
+// gathered returns the value of the one series of the named metric.
+func gathered(t *testing.T, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == name {
+			m := f.GetMetric()[0]
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
