@@ -2,7 +2,9 @@ package bytepool_test
 
 import (
 	"errors"
+	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,6 +57,7 @@ func TestNewRejectsBadConfigNamingTheField(t *testing.T) {
 	}{
 		{"MinSize", bytepool.Config{MinSize: 100}},
 		{"MinSize", bytepool.Config{MinSize: -64}},
+		{"MinSize", bytepool.Config{MinSize: 4}},
 		{"MaxSize", bytepool.Config{MaxSize: 3 << 20}},
 		{"MaxSize", bytepool.Config{MaxSize: 2 << 30}},
 		{"MaxSize", bytepool.Config{MinSize: 4096, MaxSize: 1024}},
@@ -79,7 +82,9 @@ func TestGetReturnsLenNAndClassCapacity(t *testing.T) {
 	forEachAllocator(t, func(t *testing.T, a allocator) {
 		p := newPool(t, a, bytepool.Config{MinSize: 64, MaxSize: 1 << 20})
 		for _, tc := range []struct{ n, cap int }{
-			{0, 64}, {1, 64}, {64, 64}, {65, 128}, {4096, 4096}, {4097, 8192},
+			{0, 64}, {1, 64}, {64, 64}, {65, 80}, {80, 80}, {81, 96}, {100, 112},
+			{127, 128}, {129, 160}, {1500, 1536}, {3000, 3072}, {4096, 4096},
+			{4097, 5120}, {9000, 10240}, {33000, 40960}, {7 << 17, 7 << 17},
 			{1 << 20, 1 << 20}, {1<<20 + 1, 1<<20 + 1},
 		} {
 			for range 3 { // fresh, then reused
@@ -117,7 +122,8 @@ func TestPutNilDoesNothing(t *testing.T) {
 func TestPutFilesForeignSliceUnderLargestCoveredClass(t *testing.T) {
 	p := newPool(t, allocator{}, bytepool.Config{MinSize: 64, MaxSize: 4096, Exchange: bytepool.ExchangeMutex})
 	for _, tc := range []struct{ cap, class int }{
-		{64, 64}, {100, 64}, {127, 64}, {128, 128}, {5000, 4096}, {8191, 4096},
+		{64, 64}, {79, 64}, {80, 80}, {100, 96}, {127, 112}, {128, 128},
+		{3583, 3072}, {3584, 3584}, {5000, 4096}, {8191, 4096},
 	} {
 		p.Trim()
 		b := make([]byte, 3, tc.cap)
@@ -141,19 +147,19 @@ func TestPutFilesForeignSliceUnderLargestCoveredClass(t *testing.T) {
 	// Too small or too large: dropped.
 	p.Trim()
 	p.Put(make([]byte, 10, 63))
-	p.Put(make([]byte, 0, 32)) // a power of two, but no class of this pool
+	p.Put(make([]byte, 0, 48)) // a class of a pool with a smaller MinSize
 	p.Put(make([]byte, 0, 8192))
 	if s := p.Stats(); s.Retained != 0 || s.Drops != 3 {
 		t.Fatalf("Retained %d Drops %d, want 0 and 3", s.Retained, s.Drops)
 	}
 }
 
-// TestSmallestClassesRoundTrip: with MinSize 1 the classes start at 1 byte
-// (the first entries of the pool's class table), and a buffer comes back
-// from each.
+// TestSmallestClassesRoundTrip: with MinSize 8, the least, the classes
+// start at 8 bytes (the first class entries of the pool's table) and go up
+// by 2 bytes, a quarter of 8; a buffer comes back from each.
 func TestSmallestClassesRoundTrip(t *testing.T) {
-	p := newPool(t, allocator{}, bytepool.Config{MinSize: 1, MaxSize: 4})
-	for _, tc := range []struct{ n, cap int }{{1, 1}, {2, 2}, {3, 4}, {4, 4}} {
+	p := newPool(t, allocator{}, bytepool.Config{MinSize: 8, MaxSize: 16})
+	for _, tc := range []struct{ n, cap int }{{1, 8}, {8, 8}, {9, 10}, {10, 10}, {11, 12}, {13, 14}, {15, 16}, {16, 16}} {
 		b := p.Get(tc.n)
 		if len(b) != tc.n || cap(b) != tc.cap {
 			t.Fatalf("Get(%d): len %d cap %d, want cap %d", tc.n, len(b), cap(b), tc.cap)
@@ -161,6 +167,50 @@ func TestSmallestClassesRoundTrip(t *testing.T) {
 		p.Put(b)
 		if g := p.Get(tc.n); &g[:1][0] != &b[:1][0] {
 			t.Fatalf("Get(%d) after Put: another buffer", tc.n)
+		}
+	}
+}
+
+// TestClassesAreQuarterSteps: the classes are MinSize, then 2^k × 5/4, 6/4,
+// 7/4 and 8/4 for each power of two 2^k up to MaxSize; Get(n) takes the
+// smallest class >= n, at most a quarter above n; and a slice of any
+// capacity Put back is filed under the largest class it covers.
+func TestClassesAreQuarterSteps(t *testing.T) {
+	ptest.OneP(t) // Put and Get on one P
+	p := newPool(t, allocator{}, bytepool.Config{MinSize: 64, MaxSize: 1 << 20, Exchange: bytepool.ExchangeMutex})
+	want := []int{64}
+	for k := 64; k < 1<<20; k *= 2 {
+		want = append(want, k*5/4, k*6/4, k*7/4, k*2)
+	}
+	if got := p.ClassSizes(); !slices.Equal(got, want) {
+		t.Fatalf("classes %v, want %v", got, want)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		p.Trim() // the foreign slice below is the only buffer in the pool
+		n := 1 + r.IntN(1<<20)
+		i, _ := slices.BinarySearch(want, n)
+		if c := p.ClassSize(n); c != want[i] {
+			t.Fatalf("ClassSize(%d) = %d, want %d", n, c, want[i])
+		}
+		if n > 64 && float64(want[i]) > 1.25*float64(n) {
+			t.Fatalf("class %d of %d is more than a quarter above it", want[i], n)
+		}
+		if b := p.Get(n); cap(b) != want[i] {
+			t.Fatalf("Get(%d): cap %d, want %d", n, cap(b), want[i])
+		}
+		// A foreign slice of capacity n files under the largest class <= n.
+		j, found := slices.BinarySearch(want, n)
+		if !found {
+			j--
+		}
+		if j < 0 {
+			continue
+		}
+		f := make([]byte, 0, n)
+		p.Put(f)
+		if g := p.Get(want[j]); cap(g) != want[j] || &g[:1][0] != &f[:1][0] {
+			t.Fatalf("foreign cap %d: Get(%d) gave cap %d, another array %v", n, want[j], cap(g), &g[:1][0] != &f[:1][0])
 		}
 	}
 }
@@ -252,8 +302,8 @@ func TestStatsCountEachLevel(t *testing.T) {
 		t.Fatalf("Allocs %d Parked %d Gets %d, want 6 <=2 6", s.Allocs, s.Parked, s.Gets)
 	}
 	// 2 on this P's stack (if it did not migrate), 2 in the exchange, 2 dropped.
-	if s.Drops > 2 || s.Drops+uint64(s.Classes[4].Buffers) != 6 {
-		t.Fatalf("Drops %d, buffers %d, want at most 2 drops and 6 in all", s.Drops, s.Classes[4].Buffers)
+	if c := classStats(t, s, 1024); s.Drops > 2 || s.Drops+uint64(c.Buffers) != 6 {
+		t.Fatalf("Drops %d, buffers %d, want at most 2 drops and 6 in all", s.Drops, c.Buffers)
 	}
 	if s.StealHits != 0 {
 		t.Fatalf("StealHits %d, want 0", s.StealHits)
@@ -412,15 +462,16 @@ func TestDefaultPoolStartsNoGoroutine(t *testing.T) {
 }
 
 // TestSpillHoldsWhatTheStackCannot: on one P, a burst larger than the stack
-// goes to the P's spill, then to the exchange; the next burst is served by
-// the stack and spill (LocalHits) and the exchange, without allocating.
+// grows the class to its full stack and spill, then goes to the exchange;
+// the next burst is served by the stack and spill (LocalHits) and the
+// exchange, without allocating.
 func TestSpillHoldsWhatTheStackCannot(t *testing.T) {
 	ptest.OneP(t)
 	p := newPool(t, allocator{}, bytepool.Config{Depth: 2, Spill: 4, ExchangeCapacity: 2, Exchange: bytepool.ExchangeMutex})
 	getThenPut(p, 8, 1000)
 	s := p.Stats()
-	c := s.Classes[4]
-	if c.Size != 1024 || c.Depth != 2 || c.Spill != 4 || c.ExchangeCap != 2 {
+	c := classStats(t, s, 1024)
+	if c.Depth != 2 || c.Spill != 4 || c.ExchangeCap != 2 {
 		t.Fatalf("class %+v, want 1024 B with depth 2, spill 4, exchange 2", c)
 	}
 	if s.Allocs != 8 || s.Parked != 2 || c.Buffers != 8 {
@@ -495,14 +546,20 @@ func stealRound(t *testing.T, n int) bytepool.Stats {
 }
 
 // TestMaxRetainedFollowsGOMAXPROCS: when GOMAXPROCS grows, each new P gets
-// a stack and a spill of the planned size; Stats.MaxRetained reports the
-// bound as it stands, and Retained stays within it.
+// a stack and a spill of the size the class has grown to; Stats.MaxRetained
+// reports the bound as it stands, and Retained stays within it.
 func TestMaxRetainedFollowsGOMAXPROCS(t *testing.T) {
 	if randomIDs {
 		t.Skip("without P ids (poolkit_nolinkname) stacks are drawn from the table New made: it never grows")
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	p := newPool(t, allocator{}, bytepool.Config{MinSize: 1024, MaxSize: 1024, Depth: 2, Spill: 4, ExchangeCapacity: 1})
+	if got, want := p.Stats().MaxRetained, int64(1024); got != want {
+		t.Fatalf("MaxRetained %d before any Put, want %d (the exchange)", got, want)
+	}
+	for range 3 {
+		getThenPut(p, 8, 1024) // grows the class to its top
+	}
 	if got, want := p.Stats().MaxRetained, int64((2+4)*2+1)*1024; got != want {
 		t.Fatalf("MaxRetained %d, want %d", got, want)
 	}
@@ -517,6 +574,18 @@ func TestMaxRetainedFollowsGOMAXPROCS(t *testing.T) {
 	if s.Retained > s.MaxRetained {
 		t.Fatalf("Retained %d > MaxRetained %d", s.Retained, s.MaxRetained)
 	}
+}
+
+// classStats returns the statistics of the class of the given size.
+func classStats(t *testing.T, s bytepool.Stats, size int) bytepool.ClassStats {
+	t.Helper()
+	for _, c := range s.Classes {
+		if c.Size == size {
+			return c
+		}
+	}
+	t.Fatalf("no class of %d bytes", size)
+	return bytepool.ClassStats{}
 }
 
 // getThenPut gets k buffers of size n from p, then puts them all back.

@@ -21,8 +21,9 @@ const (
 	// its stack.
 	DefaultDepth = 8
 	// DefaultSpill is the number of buffers of one class one P may keep in
-	// its spill, behind the stack. The budget lowers it for large classes.
-	DefaultSpill = 128
+	// its spill, behind the stack, if demand asks for them and the budget
+	// has room: shard.MaxDepth.
+	DefaultSpill = shard.MaxDepth
 	// DefaultExchangeCapacity is the number of buffers of one class the
 	// shared exchange may keep.
 	DefaultExchangeCapacity = 64
@@ -36,8 +37,13 @@ const (
 	DefaultIdleCycles = 2
 )
 
-// maxClassSize bounds Config.MaxSize.
-const maxClassSize = 1 << 30
+// minClassSize and maxClassSize bound Config.MinSize and Config.MaxSize. A
+// power of two 2^k is divided into quarters of 2^(k-2) bytes: 8 is the
+// least that divides into whole bytes above it.
+const (
+	minClassSize = 8
+	maxClassSize = 1 << 30
+)
 
 // ErrInvalidConfig is matched (errors.Is) by every error New returns for a
 // bad Config; the error's message names the field.
@@ -60,34 +66,37 @@ const (
 // Config configures a Pool. The zero value is valid: every zero field takes
 // its default.
 type Config struct {
-	// MinSize is the smallest size class, a power of two. Get(n) for
-	// n <= MinSize returns a MinSize buffer; Put drops slices with a smaller
-	// capacity. Default DefaultMinSize.
+	// MinSize is the smallest size class, a power of two of at least 8.
+	// Get(n) for n <= MinSize returns a MinSize buffer; Put drops slices
+	// with a smaller capacity. Above it, each power of two 2^k up to MaxSize
+	// is divided into four classes, 2^k × 5/4, 6/4, 7/4 and 8/4. Default
+	// DefaultMinSize.
 	MinSize int
 	// MaxSize is the largest size class, a power of two >= MinSize and
 	// <= 1 GiB. Get(n) for n > MaxSize returns a plain make([]byte, n) that
 	// is not pooled. Default DefaultMaxSize.
 	MaxSize int
 	// Depth is the most buffers of one class one P may keep on its stack,
-	// the owner-only first tier, in [1, shard.MaxDepth]. The budget may lower
-	// it for large classes. Default DefaultDepth.
+	// the owner-only first tier, in [1, shard.MaxDepth]. A class's stacks
+	// start with no room and grow to it as Puts find them full, as far as
+	// the budget allows (see Pool). Default DefaultDepth.
 	Depth int
 	// Spill is the most buffers of one class one P may keep in its spill,
 	// the per-P second tier that other Ps steal from (see Pool), at most
-	// shard.MaxDepth; it is rounded down to a power of two, and the budget
-	// may lower it for large classes. 0 means DefaultSpill; negative means
-	// no spill.
+	// shard.MaxDepth, rounded down to a power of two. Spills grow to it,
+	// after the stacks, as demand asks and the budget allows. 0 means
+	// DefaultSpill; negative means no spill.
 	Spill int
 	// ExchangeCapacity is the most buffers of one class the shared exchange
-	// may keep. The budget may lower it for large classes, and it is rounded
-	// down to a power of two. Default DefaultExchangeCapacity. Ignored with
-	// ExchangeNone.
+	// may keep. It is rounded down to a power of two, and lowered for large
+	// classes: the exchanges of all classes share a quarter of MaxRetained.
+	// Default DefaultExchangeCapacity. Ignored with ExchangeNone.
 	ExchangeCapacity int
 	// Exchange selects the shared reservoir. Default ExchangeRing.
 	Exchange ExchangeKind
 	// MaxRetained is the byte budget: the most bytes the pool keeps for
-	// reuse, counted in class sizes, for GOMAXPROCS as it was when New ran
-	// (see Pool for how it is split). Default DefaultMaxRetained.
+	// reuse, counted in class sizes (see Pool for how the classes share
+	// it). Default DefaultMaxRetained.
 	MaxRetained int64
 	// IdleTimeout: a tier of a class (its per-P stacks, or its exchange)
 	// that has served no Get for this long is released at the next GC cycle.
@@ -145,8 +154,8 @@ func (c Config) withDefaults() (Config, error) {
 		c.Allocator = Heap{}
 	}
 	switch {
-	case !isPow2(c.MinSize):
-		return c, invalid("MinSize %d is not a positive power of two", c.MinSize)
+	case !isPow2(c.MinSize) || c.MinSize < minClassSize:
+		return c, invalid("MinSize %d is not a power of two >= %d", c.MinSize, minClassSize)
 	case !isPow2(c.MaxSize) || c.MaxSize > maxClassSize:
 		return c, invalid("MaxSize %d is not a power of two in [1, 1 GiB]", c.MaxSize)
 	case c.MaxSize < c.MinSize:
@@ -165,46 +174,51 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// plan is the retention plan of one class: per-P stack depth (0: no per-P
-// tiers), per-P spill (0: none; a power of two) and exchange capacity (0: no
-// exchange; a power of two).
+// plan is what New reserves for one class: its size and its exchange
+// capacity (0: no exchange; a power of two). Per-P tiers are not planned:
+// they grow on demand (see grow).
 type plan struct {
-	size, depth, spill, exCap int
+	size, exCap int
 }
 
-// split divides the byte budget among the classes. Each class wants
-// ((Depth+Spill)×procs + ExchangeCapacity) buffers. Classes are served from
-// the smallest up, each getting at most an equal share of what is left, so
-// what a small class cannot use passes to the larger ones (water filling). A
-// class's buffers go to its per-P stacks first (up to Depth per P), then to
-// its per-P spills (up to Spill per P), the rest to its exchange; spill and
-// exchange are rounded down to powers of two. The sum of
-// ((depth+spill)×procs + exCap)×size over the classes never exceeds the
-// budget.
-func split(c Config, procs int) []plan {
-	n := bits.Len(uint(c.MaxSize)) - bits.Len(uint(c.MinSize)) + 1
+// exchangeShare is the part of MaxRetained the exchanges may reserve; the
+// rest is left to the per-P tiers, which take it as demand comes.
+const exchangeShare = 4 // a quarter
+
+// split divides a quarter of the byte budget among the classes' exchanges.
+// Each class wants ExchangeCapacity buffers. Classes are served from the
+// smallest up, each getting at most an equal share of what is left, so what
+// a small class cannot use passes to the larger ones (water filling); a
+// capacity is rounded down to a power of two. The sum of exCap×size over the
+// classes never exceeds MaxRetained/4.
+func split(c Config) []plan {
+	sizes := classSizes(c.MinSize, c.MaxSize)
+	n := len(sizes)
 	plans := make([]plan, n)
-	remaining := c.MaxRetained
-	spillWant := max(c.Spill, 0)
+	remaining := c.MaxRetained / exchangeShare
 	exWant := c.ExchangeCapacity
 	if c.Exchange == ExchangeNone {
 		exWant = 0
 	}
-	for i := range plans {
-		size := c.MinSize << i
+	for i, size := range sizes {
 		share := remaining / int64(n-i)
-		want := int64((c.Depth+spillWant)*procs+exWant) * int64(size)
-		slots := int(min(share, want) / int64(size))
-		depth := min(c.Depth, slots/procs)
-		spill := 0
-		if depth > 0 {
-			spill = floorPow2(min(spillWant, (slots-depth*procs)/procs))
-		}
-		exCap := floorPow2(min(exWant, slots-(depth+spill)*procs))
-		plans[i] = plan{size: size, depth: depth, spill: spill, exCap: exCap}
-		remaining -= int64((depth+spill)*procs+exCap) * int64(size)
+		exCap := floorPow2(int(min(share/int64(size), int64(exWant))))
+		plans[i] = plan{size: size, exCap: exCap}
+		remaining -= int64(exCap) * int64(size)
 	}
 	return plans
+}
+
+// classSizes returns the class sizes from lo to hi, powers of two both:
+// lo, then four classes per power of two, 2^k × 5/4, 6/4, 7/4 and 8/4.
+func classSizes(lo, hi int) []int {
+	sizes := []int{lo}
+	for k := lo; k < hi; k *= 2 {
+		for q := 5; q <= 8; q++ {
+			sizes = append(sizes, k/4*q)
+		}
+	}
+	return sizes
 }
 
 // floorPow2 returns the largest power of two <= n, or 0 if n < 1.

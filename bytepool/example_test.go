@@ -12,7 +12,7 @@ func Example() {
 	n := copy(b, "frame payload")
 	fmt.Println(len(b), cap(b), string(b[:n]))
 	bytepool.Put(b) // b must not be used afterwards
-	// Output: 1500 2048 frame payload
+	// Output: 1500 1536 frame payload
 }
 
 func ExampleNew() {
@@ -42,7 +42,7 @@ func ExampleNew() {
 func ExampleNew_invalid() {
 	_, err := bytepool.New(bytepool.Config{MinSize: 1000})
 	fmt.Println(err)
-	// Output: bytepool: Config.MinSize 1000 is not a positive power of two
+	// Output: bytepool: Config.MinSize 1000 is not a power of two >= 8
 }
 
 func ExampleBuffer() {

@@ -13,20 +13,29 @@ func (p *Pool) ClassSize(n int) int {
 	return p.classes[p.classIndex(n)].size
 }
 
-// Plan is one class's retention plan.
-type Plan struct{ Size, Depth, Spill, ExCap int }
+// Plan is what New reserves for one class: its exchange.
+type Plan struct{ Size, ExCap int }
 
-// Split exposes the budget split.
-func Split(c Config, procs int) []Plan {
+// Split exposes the exchanges' share of the budget.
+func Split(c Config) []Plan {
 	c, err := c.withDefaults()
 	if err != nil {
 		panic(err)
 	}
 	var plans []Plan
-	for _, pl := range split(c, procs) {
-		plans = append(plans, Plan{pl.size, pl.depth, pl.spill, pl.exCap})
+	for _, pl := range split(c) {
+		plans = append(plans, Plan{pl.size, pl.exCap})
 	}
 	return plans
+}
+
+// ClassSizes returns the class sizes of a pool.
+func (p *Pool) ClassSizes() []int {
+	var sizes []int
+	for i := range p.classes {
+		sizes = append(sizes, p.classes[i].size)
+	}
+	return sizes
 }
 
 // Allocator returns the pool's allocator.

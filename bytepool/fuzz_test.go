@@ -22,11 +22,15 @@ func FuzzGetPut(f *testing.F) {
 		if n > maxSize {
 			return n
 		}
-		c := minSize
-		for c < n {
-			c <<= 1
+		// MinSize, then four classes per power of two k: k×5/4 … k×8/4.
+		if n <= minSize {
+			return minSize
 		}
-		return c
+		k := minSize
+		for 2*k < n {
+			k *= 2
+		}
+		return (n + k/4 - 1) / (k / 4) * (k / 4)
 	}
 	check := func(t *testing.T, n int) []byte {
 		b := p.Get(n)

@@ -1,7 +1,7 @@
 package bytepool
 
 import (
-	"math/bits"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -14,37 +14,49 @@ import (
 	"github.com/poolkit/poolkit/internal/shard"
 )
 
-// Pool keeps byte buffers of power-of-two size classes for reuse.
+// Pool keeps byte buffers of size classes for reuse: MinSize, then four
+// classes per power of two, 2^k × 5/4, 6/4, 7/4 and 8/4, up to MaxSize, so
+// that a buffer's capacity is at most a quarter above what was asked for.
 //
 // Each class has two per-P tiers, in one shard.Local, and one shared exchange
 // behind them:
 //
-//   - the stack: owner-only, Config.Depth buffers per P, no atomic
+//   - the stack: owner-only, up to Config.Depth buffers per P, no atomic
 //     read-modify-write (the fast path);
-//   - the spill: Config.Spill buffers per P, into which the owner moves the
-//     oldest half of a full stack and from which it refills an empty one
-//     (one atomic operation per move), and which other Ps steal from;
+//   - the spill: up to Config.Spill buffers per P, into which the owner
+//     moves the oldest half of a full stack and from which it refills an
+//     empty one (one atomic operation per move), and which other Ps steal
+//     from;
 //   - the exchange (a lock-free ring by default), shared by all Ps.
 //
 // Get takes from the calling P's stack, then its spill, then another P's
 // spill, then the exchange, then allocates; Put files on the calling P's
-// stack (moving the older half of a full stack to its spill), then in the
-// exchange, then drops.
+// stack (moving the older half of a full stack to its spill), then, if they
+// are full, in a larger stack and spill if the budget allows (see below),
+// then in the exchange, then drops.
 // A P's stack and spill together give buffers back newest first, so a burst
 // of Gets reuses first what a burst of Puts returned last. Only a buffer on
 // another P's stack is out of reach.
 //
-// Retention is bounded by Config.Depth and Config.Spill per P and class, the
-// exchange capacity per class and the byte budget Config.MaxRetained, split
-// among the classes by New (see Stats.MaxRetained). The per-P part is
-// computed for GOMAXPROCS as it was when New ran; if GOMAXPROCS grows later
-// (Go follows cgroup CPU limits), every new P gets a stack and a spill of the
-// planned size, so the bound grows by (Depth + Spill) × Size per class and
-// new P: the budget is not re-split. Stats.MaxRetained reports the bound as
-// it stands. Retained memory that is not reused is released at
-// GC cycles (see Config.IdleTimeout and Config.IdleCycles) without any
+// The byte budget Config.MaxRetained follows demand. New reserves the
+// exchanges, within a quarter of it; the per-P tiers start with no room. A
+// Put that finds its class's tiers full grows them one step, as long as
+// the budget has room: the stacks double from 1 to Depth, then the spills
+// from Depth to Spill, so a class reaches c buffers per P within the first
+// burst that needs them, in about log2(c) + 3 steps, and the next burst
+// allocates nothing. A class that goes idle (see Config.IdleCycles) gives
+// its room back; a class that needs room when the budget is spent takes it
+// from the classes that served no Get since the last GC cycle. Room is
+// counted for every P, (stack + spill) × GOMAXPROCS × Size per class, since
+// each P may fill its own: one P's burst can keep up to about
+// MaxRetained / GOMAXPROCS bytes. Stats.MaxRetained reports the bound as it
+// stands, at most MaxRetained; if GOMAXPROCS grows later (Go follows cgroup
+// CPU limits), every new P gets a stack and a spill of its class's size, so
+// the bound grows by (Depth + Spill) × Size per class and new P until the
+// class is resized. Retained memory that is not reused is released at GC
+// cycles (see Config.IdleTimeout and Config.IdleCycles) without any
 // goroutine of the pool's own; Trim releases it at once (see Trim for the
-// little it must leave to the next GC cycle, and the bound that holds with
+// little it must leave to the next GC cycles, and the bound that holds with
 // the GC off).
 //
 // The zero Pool is ready to use, with the defaults of the zero Config: on
@@ -64,16 +76,19 @@ type Pool struct {
 	// Buffer.Free gave back.
 	buffers sync.Pool
 
-	// Read-only after New. hot holds what the fast path reads of each class,
-	// 16 bytes a class, indexed by the class's log2 size, so that the fast
-	// path indexes it with the shift it computes anyway (masked to 6 bits:
-	// no bounds check, no subtraction); the entries of no class have
-	// putSize -1 and no local. classes holds the rest, from MinSize up.
-	hot       [64]hotClass
+	// hot holds what the fast path reads of each class, 16 bytes a class,
+	// indexed by hotIndex, which the fast path computes from a size in a few
+	// instructions (masked to 8 bits: no bounds check): hot[minIndex+i] is
+	// classes[i]. The entries below minIndex (and 252, see hotIndex), which
+	// sizes below MinSize reach, are copies of the smallest class's, so
+	// that Get needs no max(n, MinSize); the others have size -1 and no
+	// local. Each entry's local changes when the budget resizes its class;
+	// the rest is read-only after New, as are the fields below. classes
+	// holds the rest of each class, from MinSize up.
+	hot       [256]hotClass
 	classes   []class
 	minSize   int
-	minMask   uint // minSize-1
-	minShift  int  // log2(minSize) = bits.Len(minMask)
+	minIndex  int // hotIndex(minSize-1)
 	maxSize   int
 	zeroOnPut bool
 	alloc     Allocator
@@ -94,9 +109,13 @@ type Pool struct {
 	trimMu sync.Mutex
 	trim   []trimState
 	ticks  atomic.Uint64 // GC ticks observed; for tests
+	// reserved is the bytes the classes' capacities add up to (see grow);
+	// at most cfg.MaxRetained. Guarded by trimMu.
+	reserved int64
 }
 
-// hotClass is the part of a class the fast path reads. Read-only after New.
+// hotClass is the part of a class the fast path reads. size is read-only
+// after New; local changes when the budget resizes the class (see resize).
 //
 // The per-P stacks hold only the address of each buffer's first byte: the
 // class gives its capacity, so a Put writes one word to the stack instead of
@@ -104,22 +123,34 @@ type Pool struct {
 // kept as an unsafe.Pointer keeps a heap buffer alive exactly as the slice
 // did. See docs/decisions/0005-bytepool.md, "Fast path".
 type hotClass struct {
-	// putSize is the capacity Put's fast path files as is: the class size,
-	// or -1 when every Put must take the long way (ZeroOnPut, or the
-	// poolkitdebug table), so that the fast path tests one field, not three.
-	putSize int
-	local   *shard.Local[unsafe.Pointer] // nil when the budget leaves no per-P depth
+	size int // the class size: of every buffer local holds
+	// local is class.local, or nil when every Get and Put must take the
+	// long way (ZeroOnPut, or the poolkitdebug table), so that the fast
+	// path tests one field, not three.
+	local atomic.Pointer[shard.Local[unsafe.Pointer]]
 }
 
 // class is one size class. Its counters are cold-path atomics on cache lines
 // of the class's own.
 type class struct {
-	size  int
-	depth int                          // per-P stack depth; 0 when local is nil
-	spill int                          // per-P spill; 0 without one
-	local *shard.Local[unsafe.Pointer] // nil when the budget leaves no per-P depth
-	ex    exchange.Exchange[[]byte]
-	_     cacheline.Pad
+	size int
+	// local is the class's per-P tiers, nil while the budget gives it none;
+	// resize replaces it. depth and spill are its per-P capacity (0 and 0
+	// when local is nil), reserved the bytes it takes from the budget;
+	// guarded by Pool.trimMu.
+	local        atomic.Pointer[shard.Local[unsafe.Pointer]]
+	depth, spill int
+	reserved     int64
+	full         atomic.Bool // the class cannot grow (see grow)
+	replaced     []replaced  // tiers resize replaced; guarded by Pool.trimMu
+	resizes      uint64      // calls of resize; guarded by Pool.trimMu
+	// drop releases a buffer of the per-P tiers Retire discarded, from the
+	// runtime cleanup that empties them. It must not reach the Pool, or the
+	// Pool could never be collected: it holds the class and the allocator
+	// only.
+	drop func(unsafe.Pointer)
+	ex   exchange.Exchange[[]byte]
+	_    cacheline.Pad
 	// Updated off the fast path only. Gets served by the exchange and Puts
 	// filed in it are not counted here: the exchange counts its Parks and
 	// Unparks itself (exchange.Exchange.Counts), and exDrained counts the
@@ -131,10 +162,12 @@ type class struct {
 	allocFails atomic.Uint64 // of those, allocator failures (fell back to make)
 	drops      atomic.Uint64 // Puts filed under this class but dropped (full)
 	released   atomic.Uint64 // buffers released by Trim or idle trimming
-	// drainedHits and drainedSteals are the pops of the per-P tiers that
-	// were drains (Trim, idle trimming), not Gets: Local counts them as hits
-	// or steals (see drainLocal).
+	// drainedHits and drainedSteals are the pops of the current per-P
+	// tiers that were drains (Trim, idle trimming), not Gets: Local counts
+	// them as hits or steals (see drainLocal). pastHits and pastSteals are
+	// the Gets served by the tiers resize replaced.
 	drainedHits, drainedSteals atomic.Uint64
+	pastHits, pastSteals       atomic.Uint64
 	_                          cacheline.Pad
 }
 
@@ -158,12 +191,11 @@ func New(cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	procs := runtime.GOMAXPROCS(0)
-	plans := split(cfg, procs)
+	plans := split(cfg)
 	p := &Pool{
 		classes:   make([]class, len(plans)),
 		minSize:   cfg.MinSize,
-		minMask:   uint(cfg.MinSize - 1),
-		minShift:  bits.Len(uint(cfg.MinSize - 1)),
+		minIndex:  hotIndex(cfg.MinSize - 1),
 		maxSize:   cfg.MaxSize,
 		zeroOnPut: cfg.ZeroOnPut,
 		alloc:     cfg.Allocator,
@@ -172,36 +204,33 @@ func New(cfg Config) (*Pool, error) {
 		trim:      make([]trimState, len(plans)),
 	}
 	for i := range p.hot {
-		p.hot[i].putSize = -1 // no class: Put takes the long way
+		p.hot[i].size = -1 // no class: Put takes the long way
+	}
+	for _, i := range p.minAliases() {
+		p.hot[i].size = cfg.MinSize
 	}
 	now := time.Now()
 	alloc := cfg.Allocator
 	for i, pl := range plans {
 		cl := &p.classes[i]
-		cl.size, cl.depth, cl.spill = pl.size, pl.depth, pl.spill
-		if pl.depth > 0 {
-			// The drop function runs from a runtime cleanup for stacks that
-			// Retire discarded. It must not reach the Pool, or the Pool
-			// could never be collected: it holds the class and the
-			// allocator only.
-			size := cl.size
-			cl.local = shard.NewLocalSpill(pl.depth, pl.spill, func(ptr unsafe.Pointer) {
-				b := unsafe.Slice((*byte)(ptr), size)
-				cl.released.Add(1)
-				debugForget(b)
-				release(alloc, b)
-			})
+		cl.size = pl.size
+		size := cl.size
+		cl.drop = func(ptr unsafe.Pointer) {
+			b := unsafe.Slice((*byte)(ptr), size)
+			cl.released.Add(1)
+			debugForget(b)
+			release(alloc, b)
 		}
 		if pl.exCap == 0 {
 			cl.ex = exchange.None[[]byte]{}
 		} else {
 			cl.ex = exchange.New[[]byte](cfg.Exchange, pl.exCap)
 		}
-		h := &p.hot[p.minShift+i]
-		*h = hotClass{putSize: cl.size, local: cl.local}
-		if cfg.ZeroOnPut || debugTracking {
-			h.putSize = -1
+		p.reserved += int64(pl.exCap) * int64(size)
+		if hotIndex(size-1) != p.minIndex+i || hotIndex(size) != p.minIndex+i+1 {
+			panic("bytepool: bug: class sizes and hotIndex disagree")
 		}
+		p.hot[p.minIndex+i].size = size
 		p.trim[i] = trimState{localUsed: now, exUsed: now}
 	}
 	// Buffers that are not the GC's (the allocator's, or mappings Put into
@@ -214,9 +243,10 @@ func New(cfg Config) (*Pool, error) {
 }
 
 // Get returns a slice of length n and capacity at least n. For n <= MaxSize
-// the capacity is that of n's size class (the smallest power of two >= n and
-// >= MinSize) and the slice comes from the pool when one is free; above
-// MaxSize it is a plain make([]byte, n), not pooled.
+// the capacity is that of n's size class (the smallest class >= n, and
+// >= MinSize: at most n + n/4, rounded up to a multiple of an eighth of
+// the power of two below n) and the slice comes from the pool when one is
+// free; above MaxSize it is a plain make([]byte, n), not pooled.
 //
 // The contents of a reused buffer are unspecified: they are whatever its
 // previous holder left, up to its capacity. Use GetZeroed, or
@@ -226,28 +256,51 @@ func (p *Pool) Get(n int) []byte {
 	if uint(n-1) >= uint(p.maxSize) {
 		return p.getOther(n)
 	}
-	// For 1 <= n <= maxSize, the class size is 1<<shift, the smallest power
-	// of two >= n and >= minSize. (shift&63 == shift; the mask spares the
-	// compiler's check for shifts of 64 or more.)
-	shift := bits.Len(uint(n-1) | p.minMask)
-	if l := p.hot[shift&63].local; l != nil {
-		// Local.Pop, written out so that the stack's pop is inlined here.
-		s := l.Stack(shard.Enter())
+	// Local.Pop, written out so that the stack's pop is inlined here. The
+	// class's tiers are loaded while pinned (see resize).
+	h := &p.hot[hotIndex(n-1)]
+	size := h.size
+	pid := shard.Enter()
+	if l := h.local.Load(); l != nil {
+		s := l.Stack(pid)
 		ptr, ok := s.Pop()
 		if !ok {
 			ptr, ok = l.PopSpill(s)
 		}
 		shard.Exit()
 		if ok {
-			b := slice(ptr, n, 1<<(shift&63))
+			b := slice(ptr, n, size)
 			debugOnGet(b)
 			return b
 		}
-		if s == nil {
-			return p.getSlow(n, true)
-		}
+		return p.getSlow(n, s == nil)
 	}
-	return p.getSlow(n, false)
+	shard.Exit()
+	return p.getSlow(n, true)
+}
+
+// hotIndex returns the index in Pool.hot of the class of size m+1, or, for
+// any 0 <= m < 2^53, of the smallest class above m: the float64 of m holds
+// its exponent and, right below it, the two bits that follow m's leading
+// one, which name the quarter of its power of two (see Config.MinSize); 50
+// bits down, they are one number, 4 × bits.Len(m) + the quarter + a
+// constant, that consecutive classes take in turn. It is a conversion and a
+// shift, where bits.Len and a shift by it take three times the
+// instructions. m of 1, and -1 (a Put of a nil slice, c-1), give 252;
+// m = 0, 2 and 3 give 0 and 2; each is below the index of any class (MinSize
+// is at least 8): the mask keeps every index below 256, as the table.
+func hotIndex(m int) int {
+	return int(math.Float64bits(float64(m)) >> 50 & 255)
+}
+
+// minAliases returns the indexes of hot that sizes below MinSize reach:
+// those below minIndex, and 252 (m = 1, see hotIndex).
+func (p *Pool) minAliases() []int {
+	is := []int{252}
+	for i := range p.minIndex {
+		is = append(is, i)
+	}
+	return is
 }
 
 // slice returns the slice of length n and capacity size whose array starts at
@@ -266,9 +319,10 @@ type sliceHeader struct {
 	len, cap int
 }
 
-// classIndex returns the class of a Get(n), for 0 <= n <= maxSize.
+// classIndex returns the class of a Get(n), for 0 <= n <= maxSize: the
+// smallest class of at least n bytes.
 func (p *Pool) classIndex(n int) int {
-	return bits.Len(uint(max(n, 1)-1)|p.minMask) - p.minShift
+	return hotIndex(max(n, p.minSize)-1) - p.minIndex
 }
 
 // GetZeroed is Get with every byte of the result zeroed, up to its capacity.
@@ -300,7 +354,7 @@ func (p *Pool) getOther(n int) []byte {
 func (p *Pool) getSlow(n int, local bool) []byte {
 	cl := &p.classes[p.classIndex(n)]
 	if local {
-		if ptr, ok := cl.local.Pop(); ok {
+		if ptr, ok := cl.pop(); ok {
 			b := slice(ptr, n, cl.size)
 			debugOnGet(b)
 			return b
@@ -338,30 +392,31 @@ func (p *Pool) getSlow(n int, local bool) []byte {
 // that span their array.
 func (p *Pool) Put(b []byte) {
 	// Fast path: a buffer of exactly a class size (every buffer the pool
-	// allocated), no zeroing, no debug table (hotClass.putSize). Everything
-	// else, nil included (cap 0 reads entry 63, of no class), goes through
-	// putOther.
+	// allocated) and a class with a local (no zeroing, no debug table; see
+	// hotClass). A class size c is the class of c-1 (hotIndex). Everything
+	// else, nil included (cap 0 reads entry 252, a copy of the smallest
+	// class, whose size is not 0), goes through putOther.
 	c := cap(b)
-	h := &p.hot[(bits.Len(uint(c))-1)&63]
-	if c != h.putSize {
+	h := &p.hot[hotIndex(c-1)]
+	if c != h.size {
 		p.putOther(b)
 		return
 	}
-	if l := h.local; l != nil {
-		// Local.Push, written out so that the stack's push is inlined here.
-		ptr := unsafe.Pointer(unsafe.SliceData(b))
-		s := l.Stack(shard.Enter())
+	// Local.Push, written out so that the stack's push is inlined here. The
+	// class's tiers are loaded while pinned (see resize).
+	ptr := unsafe.Pointer(unsafe.SliceData(b))
+	pid := shard.Enter()
+	if l := h.local.Load(); l != nil {
+		s := l.Stack(pid)
 		ok := s.Push(ptr) || l.PushSpill(s, ptr)
 		shard.Exit()
-		if ok {
-			return
+		if !ok {
+			p.putFull(b, s == nil)
 		}
-		if s == nil {
-			p.putFull(b, true)
-			return
-		}
+		return
 	}
-	p.putFull(b, false)
+	shard.Exit()
+	p.putOther(b)
 }
 
 // putFull is Put's fast path when the calling P's stack and spill are full,
@@ -373,8 +428,8 @@ func (p *Pool) putFull(b []byte, local bool) {
 		p.made().Put(b)
 		return
 	}
-	cl := &p.classes[bits.Len(uint(cap(b)))-1-p.minShift]
-	if local && cl.local.Push(unsafe.Pointer(unsafe.SliceData(b))) {
+	cl := &p.classes[p.classIndex(cap(b))]
+	if local && cl.push(unsafe.Pointer(unsafe.SliceData(b))) {
 		return
 	}
 	p.putSlow(cl, b)
@@ -395,11 +450,16 @@ func (p *Pool) putOther(b []byte) {
 		}
 		return
 	}
-	k := bits.Len(uint(c)) - 1 - p.minShift
-	if k >= len(p.classes) { // c >= 2×MaxSize
+	if c >= 2*p.maxSize {
 		p.unfiled.Add(1)
 		release(p.alloc, b)
 		return
+	}
+	// The largest class c covers: the smallest class of at least c bytes,
+	// or the one below it.
+	k := p.classIndex(min(c, p.maxSize))
+	if p.classes[k].size > c {
+		k--
 	}
 	cl := &p.classes[k]
 	size := cl.size
@@ -408,14 +468,17 @@ func (p *Pool) putOther(b []byte) {
 	if p.zeroOnPut {
 		clear(b[:size])
 	}
-	if cl.local != nil && cl.local.Push(unsafe.Pointer(unsafe.SliceData(b))) {
+	if cl.push(unsafe.Pointer(unsafe.SliceData(b))) {
 		return
 	}
 	p.putSlow(cl, b)
 }
 
+// putSlow files b, of class cl, when the calling P's tiers had no room:
+// in per-P tiers grown one step if the budget allows (see grow), else in
+// the exchange, else it drops b.
 func (p *Pool) putSlow(cl *class, b []byte) {
-	if cl.ex.Park(b) {
+	if p.grow(cl, b) || cl.ex.Park(b) {
 		return
 	}
 	cl.drops.Add(1)
@@ -438,6 +501,10 @@ func (p *Pool) made() *Pool {
 	return p.zero.Load()
 }
 
+// procsNow returns GOMAXPROCS: the number of per-P stacks a Local made now
+// has.
+func (p *Pool) procsNow() int { return runtime.GOMAXPROCS(0) }
+
 // release gives a buffer the pool lets go back to the allocator that made
 // it: the pool's own if it owns b, else the Mmap that mapped it, if any (a
 // buffer Put into a pool other than its own); heap buffers are left to the
@@ -457,15 +524,21 @@ func release(a Allocator, b []byte) {
 // P), which only their owners touch, it retires: they are emptied at once
 // and their buffers released by a runtime cleanup after the next GC cycle or
 // two. Retained bytes in Stats are zero afterwards, apart from Puts that run
-// concurrently, and from one case: while the stacks a previous Trim (or idle
-// trimming) retired in a class still wait for their cycle, Trim leaves that
-// class's other stacks in place, so that retired stacks never pile up.
+// concurrently, and from one case: while the stacks a previous Trim retired
+// in a class still wait for their cycle, Trim leaves that class's other
+// stacks in place, so that retired stacks never pile up. Trim keeps each
+// class's room; idle trimming gives it back.
 //
-// So the memory a pool holds stays within MaxRetained plus, per class, one
-// retired set of stacks awaiting its GC cycle (Depth × P buffers of the
-// class; in practice those of the Ps other than Trim's), whatever the
-// allocator and GC setting: with GOGC=off that set is never released, and no
-// further retiring happens in that class, but Trim still releases
+// So the memory a pool holds beyond what Stats counts as retained, whatever
+// the allocator and GC setting, is at most, per class: one set of other Ps'
+// stacks that Trim retired (Depth × GOMAXPROCS buffers), until the GC cycle
+// after; and, for each time the budget resized the class in the last two
+// GC cycles, the other Ps' stacks of the tiers it replaced (Depth ×
+// GOMAXPROCS each), which cannot be released before no goroutine can still
+// be using them (see resize). A class resizes at most log2(Depth) +
+// log2(Spill/Depth) + 2 times as it grows (14 with the defaults) and shrinks
+// only at GC cycles: with GOGC=off, no cycle runs, those sets are never
+// released, and the bound is that many sets per class; Trim still releases
 // everything else. A GOMAXPROCS increase adds, until the next cycle, the
 // per-P tiers of the old count (see Pool).
 func (p *Pool) Trim() {
@@ -478,6 +551,7 @@ func (p *Pool) Trim() {
 	p.trimMu.Lock()
 	defer p.trimMu.Unlock()
 	for i := range p.classes {
+		p.retireReplaced(&p.classes[i], true)
 		p.drainLocal(i)
 		p.drainExchange(i)
 	}
@@ -489,13 +563,10 @@ func (p *Pool) Trim() {
 // held.
 func (p *Pool) drainLocal(i int) {
 	cl, st := &p.classes[i], &p.trim[i]
-	l := cl.local
+	l := cl.local.Load()
 	if l == nil {
 		return
 	}
-	// Each Pop counts a hit or a steal on the Local (Local.Stats): note how
-	// many of each the drain made, so that Stats and the idle rules count
-	// only Gets.
 	before := l.Stats()
 	var drained uint64
 	for {
@@ -504,30 +575,34 @@ func (p *Pool) drainLocal(i int) {
 			break
 		}
 		drained++
-		cl.released.Add(1)
-		b := unsafe.Slice((*byte)(ptr), cl.size)
-		debugForget(b)
-		release(p.alloc, b)
+		cl.drop(ptr)
 	}
-	if drained > 0 {
-		// Concurrent Gets may have counted too; a drain's pop is a steal
-		// only if the steals grew.
-		after := l.Stats()
-		steals := min(after.Steals-before.Steals, drained)
-		cl.drainedSteals.Add(steals)
-		cl.drainedHits.Add(drained - steals)
-	}
+	cl.countDrains(l, before, drained)
 	if l.Len() == 0 {
 		return
 	}
-	// Another P's stack holds buffers. A set retired earlier is released
-	// by the cleanup that the GC cycle after its Retire queues; two ticks
-	// (two cycles) after it, that has happened.
-	if now := p.ticks.Load(); st.retired && now < st.retiredTick+2 {
+	// Another P's stack holds buffers: retire them, unless a set retired
+	// earlier may still await its cycle. The cleanup that releases a set is
+	// queued by the cycle after its Retire: two ticks (two cycles) after
+	// it, that has happened.
+	if st.retired && p.ticks.Load() < st.retiredTick+2 {
 		return
 	}
 	l.Retire()
 	st.retired, st.retiredTick = true, p.ticks.Load()
+}
+
+// countDrains notes that drained of l's pops since its counts were before
+// were drains, not Gets. Each Pop counts a hit or a steal on the Local
+// (Local.Stats); concurrent Gets may have counted too, so a drain's pop is
+// taken for a steal only as far as the steals grew.
+func (cl *class) countDrains(l *shard.Local[unsafe.Pointer], before shard.Stats, drained uint64) {
+	if drained == 0 {
+		return
+	}
+	steals := min(l.Stats().Steals-before.Steals, drained)
+	cl.drainedSteals.Add(steals)
+	cl.drainedHits.Add(drained - steals)
 }
 
 func (p *Pool) drainExchange(i int) { drain(&p.classes[i], p.alloc) }
@@ -573,20 +648,27 @@ type releaseArg struct {
 func releaseAll(a releaseArg) {
 	for i := range a.classes {
 		cl := &a.classes[i]
-		if cl.local != nil {
-			for {
-				ptr, ok := cl.local.Pop()
-				if !ok {
-					break
-				}
-				b := unsafe.Slice((*byte)(ptr), cl.size)
-				debugForget(b)
-				release(a.alloc, b)
-			}
-			if cl.local.Len() > 0 {
-				cl.local.Retire()
-			}
+		if l := cl.local.Load(); l != nil {
+			releaseLocal(cl, l)
+		}
+		for _, r := range cl.replaced {
+			releaseLocal(cl, r.l)
 		}
 		drain(cl, a.alloc)
+	}
+}
+
+// releaseLocal releases what l holds for releaseAll: what the cleanup's P
+// can pop at once, the rest through a Retire.
+func releaseLocal(cl *class, l *shard.Local[unsafe.Pointer]) {
+	for {
+		ptr, ok := l.Pop()
+		if !ok {
+			break
+		}
+		cl.drop(ptr)
+	}
+	if l.Len() > 0 {
+		l.Retire()
 	}
 }

@@ -47,9 +47,11 @@ type Stats struct {
 	// Retained is the number of bytes kept for reuse (the sum over Classes).
 	Retained int64
 	// MaxRetained is the retention bound as it stands: the sum over the
-	// classes of ((Depth + Spill) × P + ExchangeCap) × Size, where P is the
-	// number of per-P tiers, GOMAXPROCS when New ran or, if it has grown
-	// since, when it last grew (see Pool).
+	// classes of ((Depth + Spill) × P + ExchangeCap) × Size, where Depth and
+	// Spill are the class's per-P capacity as demand has grown it and P the
+	// number of its per-P tiers, GOMAXPROCS when they were made or, if it
+	// has grown since, when it last grew. At most Config.MaxRetained unless
+	// GOMAXPROCS grew (see Pool).
 	MaxRetained int64
 	// Procs is GOMAXPROCS as it was when the Pool was made.
 	Procs int
@@ -60,8 +62,8 @@ type Stats struct {
 // ClassStats describes one size class.
 type ClassStats struct {
 	Size        int // bytes of one buffer
-	Depth       int // per-P stack depth (0: this class has no per-P tiers)
-	Spill       int // per-P spill capacity (0: none)
+	Depth       int // per-P stack depth as demand has grown it (0: no per-P tiers)
+	Spill       int // per-P spill capacity as demand has grown it (0: none)
 	ExchangeCap int // exchange capacity (0: no exchange)
 
 	Gets         uint64 // LocalHits + ExchangeHits + StealHits + Allocs
@@ -72,6 +74,9 @@ type ClassStats struct {
 	Parked       uint64 // Puts filed in the exchange
 	Drops        uint64
 	Released     uint64
+	// Resizes counts the times the budget gave this class's per-P tiers
+	// more or less room (see Pool).
+	Resizes uint64
 
 	// Buffers is the number of buffers kept for reuse, and Retained the
 	// bytes they hold (Buffers × Size). The per-P part is the sum of each
@@ -89,6 +94,10 @@ func (p *Pool) Stats() Stats {
 	if p.maxSize == 0 {
 		return p.made().Stats()
 	}
+	// trimMu keeps each class's capacity and its counters consistent with
+	// a resize (see resize).
+	p.trimMu.Lock()
+	defer p.trimMu.Unlock()
 	s := Stats{Procs: p.procs, Oversize: p.oversize.Load(), Classes: make([]ClassStats, len(p.classes))}
 	s.Drops = p.unfiled.Load()
 	for i := range p.classes {
@@ -105,11 +114,13 @@ func (p *Pool) Stats() Stats {
 			Allocs:       cl.allocs.Load(),
 			Drops:        cl.drops.Load(),
 			Released:     cl.released.Load(),
+			Resizes:      cl.resizes,
 		}
 		c.Gets = c.LocalHits + c.ExchangeHits + c.StealHits + c.Allocs
 		c.Parked = cl.parked()
-		if cl.local != nil {
-			c.Buffers = cl.local.Len()
+		l := cl.local.Load()
+		if l != nil {
+			c.Buffers = l.Len()
 		}
 		c.Buffers += cl.ex.Len()
 		c.Retained = int64(c.Buffers) * int64(cl.size)
@@ -124,8 +135,8 @@ func (p *Pool) Stats() Stats {
 		s.Released += c.Released
 		s.Retained += c.Retained
 		procs := 0
-		if cl.local != nil {
-			procs = cl.local.Procs()
+		if l != nil {
+			procs = l.Procs()
 		}
 		s.MaxRetained += int64((cl.depth+cl.spill)*procs+c.ExchangeCap) * int64(cl.size)
 	}
@@ -133,18 +144,26 @@ func (p *Pool) Stats() Stats {
 	return s
 }
 
-// localStats returns the counters of the class's per-P tiers, retired ones
-// included, less the pops that were drains: Gets served by the caller's own
-// stack or spill (Hits), and by another P's spill (Steals).
+// localStats returns the counters of the class's per-P tiers, those resize
+// replaced and retired ones included, less the pops that were drains: Gets
+// served by the caller's own stack or spill (Hits), and by another P's
+// spill (Steals). Called with trimMu held.
 func (cl *class) localStats() shard.Stats {
-	if cl.local == nil {
-		return shard.Stats{}
+	s := shard.Stats{Hits: cl.pastHits.Load(), Steals: cl.pastSteals.Load()}
+	for _, r := range cl.replaced {
+		rs := r.l.Stats()
+		s.Hits += rs.Hits - min(rs.Hits, r.hits)
+		s.Steals += rs.Steals - min(rs.Steals, r.steals)
+	}
+	l := cl.local.Load()
+	if l == nil {
+		return s
 	}
 	// Drains are read before the Local's counts: a drain counts itself
-	// after its pops, so every drain read here is in s (see exchangeHits).
+	// after its pops, so every drain read here is in ls (see exchangeHits).
 	dh, ds := cl.drainedHits.Load(), cl.drainedSteals.Load()
-	s := cl.local.Stats()
-	s.Hits -= min(s.Hits, dh)
-	s.Steals -= min(s.Steals, ds)
+	ls := l.Stats()
+	s.Hits += ls.Hits - min(ls.Hits, dh)
+	s.Steals += ls.Steals - min(ls.Steals, ds)
 	return s
 }

@@ -72,6 +72,7 @@ func (p *Pool) gcTick(now time.Time) {
 	defer p.trimMu.Unlock()
 	for i := range p.classes {
 		cl, st := &p.classes[i], &p.trim[i]
+		p.retireReplaced(cl, false)
 		// A steal is use of the per-P tiers as much as a hit is.
 		ls := cl.localStats()
 		if used := ls.Hits + ls.Steals; used != st.localSeen {
@@ -84,13 +85,14 @@ func (p *Pool) gcTick(now time.Time) {
 		} else {
 			st.exIdle++
 		}
-		if cl.local != nil && p.idle(st.localIdle, st.localUsed, now) && cl.local.Len() > 0 {
-			p.drainLocal(i)
+		if cl.reserved > 0 && p.idle(st.localIdle, st.localUsed, now) {
+			p.resize(i, 0, 0) // gives its capacity back to the budget
 		}
 		if p.idle(st.exIdle, st.exUsed, now) && cl.ex.Len() > 0 {
 			p.drainExchange(i)
 		}
 	}
+	p.unfull() // budget the idle rules freed, and a new chance to reclaim
 	p.ticks.Add(1)
 }
 

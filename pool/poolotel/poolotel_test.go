@@ -181,11 +181,11 @@ func TestObservePoolReportsAPoolInAKnownState(t *testing.T) {
 // Gets are known.
 func TestObserveBytesReportsAPoolInAKnownState(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	bp, err := bytepool.New(bytepool.Config{MinSize: 64, MaxSize: 256, IdleTimeout: -1, IdleCycles: -1})
+	bp, err := bytepool.New(bytepool.Config{MinSize: 64, MaxSize: 128, IdleTimeout: -1, IdleCycles: -1})
 	require.NoError(t, err)
-	b := bp.Get(100) // allocates a 128-byte class buffer
+	b := bp.Get(120) // allocates a 128-byte class buffer
 	bp.Put(b)        // kept on the P's stack
-	b = bp.Get(100)  // served by it
+	b = bp.Get(120)  // served by it
 	bp.Put(b)
 	_ = bp.Get(4096)           // above MaxSize: a plain allocation
 	bp.Put(make([]byte, 0, 8)) // smaller than MinSize: dropped
@@ -210,8 +210,10 @@ func TestObserveBytesReportsAPoolInAKnownState(t *testing.T) {
 		"poolkit.bytepool.retained":                                      {128, up, "By"},
 		"poolkit.bytepool.retained.limit":                                {float64(s.MaxRetained), up, "By"},
 		"poolkit.bytepool.class.buffers poolkit.bytepool.class.size=64":  {0, up, "{buffer}"},
+		"poolkit.bytepool.class.buffers poolkit.bytepool.class.size=80":  {0, up, "{buffer}"},
+		"poolkit.bytepool.class.buffers poolkit.bytepool.class.size=96":  {0, up, "{buffer}"},
+		"poolkit.bytepool.class.buffers poolkit.bytepool.class.size=112": {0, up, "{buffer}"},
 		"poolkit.bytepool.class.buffers poolkit.bytepool.class.size=128": {1, up, "{buffer}"},
-		"poolkit.bytepool.class.buffers poolkit.bytepool.class.size=256": {0, up, "{buffer}"},
 	}, got)
 }
 

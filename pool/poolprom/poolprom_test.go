@@ -182,11 +182,11 @@ poolkit_pool_waits_total{pool="db"} 3
 // Gets are known.
 func TestBytesCollectorReportsAPoolInAKnownState(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	bp, err := bytepool.New(bytepool.Config{MinSize: 64, MaxSize: 1024, IdleTimeout: -1, IdleCycles: -1})
+	bp, err := bytepool.New(bytepool.Config{MinSize: 64, MaxSize: 128, IdleTimeout: -1, IdleCycles: -1})
 	require.NoError(t, err)
-	b := bp.Get(100) // allocates a 128-byte class buffer
+	b := bp.Get(120) // allocates a 128-byte class buffer
 	bp.Put(b)        // kept on the P's stack
-	b = bp.Get(100)  // served by it
+	b = bp.Get(120)  // served by it
 	bp.Put(b)
 	_ = bp.Get(4096)           // above MaxSize: a plain allocation
 	bp.Put(make([]byte, 0, 8)) // smaller than MinSize: dropped
@@ -198,10 +198,10 @@ func TestBytesCollectorReportsAPoolInAKnownState(t *testing.T) {
 # HELP svc_bytepool_class_buffers Buffers kept for reuse, per size class (size in bytes).
 # TYPE svc_bytepool_class_buffers gauge
 svc_bytepool_class_buffers{size="64"} 0
+svc_bytepool_class_buffers{size="80"} 0
+svc_bytepool_class_buffers{size="96"} 0
+svc_bytepool_class_buffers{size="112"} 0
 svc_bytepool_class_buffers{size="128"} 1
-svc_bytepool_class_buffers{size="256"} 0
-svc_bytepool_class_buffers{size="512"} 0
-svc_bytepool_class_buffers{size="1024"} 0
 # HELP svc_bytepool_drops_total Put calls whose buffer was not kept.
 # TYPE svc_bytepool_drops_total counter
 svc_bytepool_drops_total 1

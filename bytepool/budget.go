@@ -1,0 +1,262 @@
+package bytepool
+
+import (
+	"unsafe"
+
+	"github.com/poolkit/poolkit/internal/shard"
+)
+
+// The budget follows demand.
+//
+// New reserves, out of Config.MaxRetained, only the classes' exchanges (a
+// quarter of the budget at most, see split); the per-P tiers of every class
+// start empty, with no capacity. A Put that finds its class full (its P's
+// stack and spill and the exchange) grows the class's per-P capacity one
+// step, if the budget has room: the stack depth doubles from 1 up to
+// Config.Depth, then the spill from Depth (rounded down to a power of two)
+// up to Config.Spill. Each step replaces the class's shard.Local by a larger
+// one (resize), so a class reaches a capacity of c buffers per P in about
+// log2(c) + 3 steps, all within the first burst that needs them: the buffers
+// a burst's Puts would have dropped stay, and the next burst allocates
+// nothing.
+//
+// The capacity is given back when demand moves or idles: a class whose
+// per-P tiers the idle rules release (see Config.IdleCycles) returns to no
+// capacity, and a class that wants to grow when the budget is spent takes
+// the capacity of classes that served no Get since the last GC tick.
+//
+// Capacity is counted per P ((depth + spill) × GOMAXPROCS × size), as the
+// tiers are: a Put can fill only its own P's spill, but every P's may be
+// full at once. So a burst on one P can keep at most about MaxRetained /
+// GOMAXPROCS bytes of one class in its per-P tiers.
+// See docs/decisions/0005-bytepool.md, "A budget that follows demand".
+
+// grow is putSlow's first resort for b, a buffer of class cl that found its
+// P's tiers full: it grows the class's per-P capacity one step if the budget
+// allows (taking it from classes unused since the last tick if it must) and
+// files b in the new tiers. It reports whether b was filed. It runs
+// unpinned; if another goroutine holds trimMu (a Trim, a tick, another
+// growth), it gives up at once rather than wait on the Put path. A class
+// that cannot grow (at its top step, or the budget spent) says so in
+// cl.full, so that its Puts go on to the exchange at the cost of one load,
+// until a tick or a class giving capacity back clears it.
+func (p *Pool) grow(cl *class, b []byte) bool {
+	if cl.full.Load() || !p.trimMu.TryLock() {
+		return false
+	}
+	defer p.trimMu.Unlock()
+	ptr := unsafe.Pointer(unsafe.SliceData(b))
+	if cl.push(ptr) {
+		return true // another goroutine grew it first
+	}
+	i := p.classIndex(cl.size)
+	depth, spill, ok := p.nextStep(cl)
+	if !ok {
+		cl.full.Store(true)
+		return false
+	}
+	need := p.capacityBytes(cl, depth, spill) - cl.reserved
+	if p.reserved+need > p.cfg.MaxRetained {
+		p.reclaim(i, p.reserved+need-p.cfg.MaxRetained)
+		if p.reserved+need > p.cfg.MaxRetained {
+			cl.full.Store(true)
+			return false
+		}
+	}
+	p.resize(i, depth, spill)
+	return cl.push(ptr)
+}
+
+// nextStep returns the class's per-P capacity one growth step up: the stack
+// depth doubles up to Config.Depth, then the spill doubles from Depth
+// (rounded down to a power of two) up to Config.Spill. ok is false at the
+// top. Called with trimMu held.
+func (p *Pool) nextStep(cl *class) (depth, spill int, ok bool) {
+	maxSpill := floorPow2(p.cfg.Spill)
+	switch {
+	case cl.depth < p.cfg.Depth:
+		return min(max(2*cl.depth, 1), p.cfg.Depth), 0, true
+	case cl.spill < maxSpill:
+		return cl.depth, min(max(2*cl.spill, floorPow2(p.cfg.Depth)), maxSpill), true
+	}
+	return 0, 0, false
+}
+
+// capacityBytes is what per-P tiers of the given depth and spill reserve:
+// every P's stack and spill full.
+func (p *Pool) capacityBytes(cl *class, depth, spill int) int64 {
+	return int64((depth+spill)*p.procsNow()) * int64(cl.size)
+}
+
+// reclaim gives up to want bytes of budget back by taking the per-P tiers
+// of classes other than keep that served no Get since the last GC tick,
+// largest classes first. Called with trimMu held.
+func (p *Pool) reclaim(keep int, want int64) {
+	for j := len(p.classes) - 1; j >= 0 && want > 0; j-- {
+		cl := &p.classes[j]
+		if j == keep || cl.reserved == 0 {
+			continue
+		}
+		if ls := cl.localStats(); ls.Hits+ls.Steals != p.trim[j].localSeen {
+			continue // in use since the last tick
+		}
+		want -= cl.reserved
+		p.resize(j, 0, 0)
+	}
+}
+
+// resize replaces class i's per-P tiers by ones of the given depth and
+// spill (none if depth is 0), and moves into them what the old ones hold
+// that the calling goroutine can reach: its P's stack and every spill
+// (parked in the exchange, or released, if the new tiers are full).
+//
+// What stays in the old tiers (the other Ps' stacks, which only their
+// owners can pop) waits in cl.replaced until no goroutine can still be
+// using them: every Get and Put loads a class's tiers while pinned to its P
+// (Get, Put, class.push, class.pop), and a GC cycle that starts after the
+// switch stops the world, which waits for every pinned section to end. Two
+// ticks after the switch (the second cycle surely started after it),
+// retireReplaced drains them once more and retires them, and their last
+// buffers are released by the cleanup after the next cycle. Retiring them
+// at once instead would let a Put that loaded them just before the switch
+// file a buffer in the fresh table Retire leaves, where nothing would ever
+// release it. Called with trimMu held, unpinned.
+func (p *Pool) resize(i, depth, spill int) {
+	cl := &p.classes[i]
+	cl.resizes++
+	old := cl.local.Load()
+	var l *shard.Local[unsafe.Pointer]
+	var reserved int64
+	if depth > 0 {
+		l = shard.NewLocalSpill(depth, spill, cl.drop)
+		reserved = int64((depth+spill)*l.Procs()) * int64(cl.size)
+	}
+	if reserved < cl.reserved {
+		p.unfull() // budget given back: any class may try to grow again
+	}
+	p.reserved += reserved - cl.reserved
+	cl.reserved, cl.depth, cl.spill = reserved, depth, spill
+	cl.local.Store(l)
+	if !p.zeroOnPut && !debugTracking { // else every Get and Put takes the long way
+		p.hot[p.minIndex+i].local.Store(l)
+		if i == 0 {
+			for _, a := range p.minAliases() {
+				p.hot[a].local.Store(l)
+			}
+		}
+	}
+	if old == nil {
+		return
+	}
+	r := replaced{l: old, tick: p.ticks.Load()}
+	r.hits, r.steals = cl.drainedHits.Swap(0), cl.drainedSteals.Swap(0)
+	p.move(cl, &r, l)
+	cl.replaced = append(cl.replaced, r)
+}
+
+// replaced is a class's per-P tiers that resize replaced, until
+// retireReplaced retires them. Guarded by Pool.trimMu.
+type replaced struct {
+	l    *shard.Local[unsafe.Pointer]
+	tick uint64 // Pool.ticks when they were replaced
+	// hits and steals are the pops of l that were drains, not Gets (see
+	// class.countDrains).
+	hits, steals uint64
+}
+
+// move pops what r's tiers hold that the calling goroutine can reach and
+// files it in to (nil: nowhere), or, if to is full, in the exchange, or
+// releases it. Called with trimMu held.
+func (p *Pool) move(cl *class, r *replaced, to *shard.Local[unsafe.Pointer]) {
+	before := r.l.Stats()
+	var moved uint64
+	for {
+		ptr, ok := r.l.Pop()
+		if !ok {
+			break
+		}
+		moved++
+		if to == nil || !to.Push(ptr) {
+			if !cl.ex.Park(unsafe.Slice((*byte)(ptr), cl.size)) {
+				cl.drop(ptr)
+			}
+		}
+	}
+	if moved > 0 {
+		steals := min(r.l.Stats().Steals-before.Steals, moved)
+		r.steals += steals
+		r.hits += moved - steals
+	}
+}
+
+// retireReplaced retires the class's replaced tiers that no goroutine can
+// still be using (see resize): it drains what it can reach into the current
+// tiers, retires the rest, and adds the Gets they served to the class's
+// past. With all set, it drains every replaced set and retires none (Trim).
+// Called with trimMu held.
+func (p *Pool) retireReplaced(cl *class, all bool) {
+	keep := cl.replaced[:0]
+	for _, r := range cl.replaced {
+		p.move(cl, &r, cl.local.Load())
+		if all || p.ticks.Load() < r.tick+2 {
+			keep = append(keep, r)
+			continue
+		}
+		if r.l.Len() > 0 {
+			r.l.Retire()
+		}
+		s := r.l.Stats()
+		cl.pastHits.Add(s.Hits - min(s.Hits, r.hits))
+		cl.pastSteals.Add(s.Steals - min(s.Steals, r.steals))
+	}
+	clear(cl.replaced[len(keep):])
+	cl.replaced = keep
+}
+
+// push files ptr on the calling P's stack or spill of class cl, loading the
+// class's tiers while pinned (see resize); it reports false if they are
+// full or the class has none.
+func (cl *class) push(ptr unsafe.Pointer) bool {
+	pid := shard.Enter()
+	l := cl.local.Load()
+	if l == nil {
+		shard.Exit()
+		return false
+	}
+	s := l.Stack(pid)
+	ok := s.Push(ptr) || l.PushSpill(s, ptr)
+	shard.Exit()
+	if s == nil {
+		// No stack to use pinned (GOMAXPROCS grew, or a synchronised
+		// build): Local.Push does it all.
+		ok = l.Push(ptr)
+	}
+	return ok
+}
+
+// pop is Local.Pop on class cl's tiers, loaded while pinned (see push).
+func (cl *class) pop() (unsafe.Pointer, bool) {
+	pid := shard.Enter()
+	l := cl.local.Load()
+	if l == nil {
+		shard.Exit()
+		return nil, false
+	}
+	s := l.Stack(pid)
+	ptr, ok := s.Pop()
+	if !ok {
+		ptr, ok = l.PopSpill(s)
+	}
+	shard.Exit()
+	if s == nil {
+		ptr, ok = l.Pop()
+	}
+	return ptr, ok
+}
+
+// unfull clears every class's full flag (see grow). Called with trimMu held.
+func (p *Pool) unfull() {
+	for i := range p.classes {
+		p.classes[i].full.Store(false)
+	}
+}
