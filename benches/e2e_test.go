@@ -40,6 +40,7 @@ func TestE2ENamesFollowTheIssue(t *testing.T) {
 	if os.Getenv(e2e.EnvPostgresDSN) != "" {
 		for _, n := range []string{
 			"E2E/Server=postgres/Phase=steady/Impl=pgxpool",
+			"E2E/Server=postgres/Phase=steady/Impl=pgxmanager",
 			"E2E/Server=postgres/Phase=oversubscribed/Impl=sql",
 			"E2E/Server=postgres/Phase=nopool/Impl=nopool",
 		} {

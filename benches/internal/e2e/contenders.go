@@ -44,12 +44,13 @@ func (m counting[T]) Connect(ctx context.Context) (T, error) {
 
 // Entry names and keys.
 const (
-	namePoolkit   = "poolkit"
-	namePuddle    = "puddle"
-	nameDedicated = "dedicated"
-	nameNoPool    = "no pool"
-	namePgxpool   = "pgxpool"
-	nameSQL       = "database/sql"
+	namePoolkit    = "poolkit"
+	namePuddle     = "puddle"
+	nameDedicated  = "dedicated"
+	nameNoPool     = "no pool"
+	namePgxpool    = "pgxpool"
+	namePgxmanager = "pgxmanager"
+	nameSQL        = "database/sql"
 )
 
 // poolkit pools the connections in a pool.Pool[T] with the defaults and

@@ -17,9 +17,10 @@ import (
 
 	"github.com/poolkit/poolkit/benches/internal/workload"
 	"github.com/poolkit/poolkit/examples/echo"
-	"github.com/poolkit/poolkit/examples/postgres/pgclient"
 	"github.com/poolkit/poolkit/examples/redis/resp"
 	"github.com/poolkit/poolkit/manager"
+	"github.com/poolkit/poolkit/manager/pgxmanager"
+	"github.com/poolkit/poolkit/pool"
 )
 
 // dialTimeout bounds each dial of the echo and Redis contenders.
@@ -134,7 +135,7 @@ func probeRedis(ctx context.Context, addr string) (string, error) {
 // ---- PostgreSQL ----
 
 // pgQuery is the request of every PostgreSQL contender; with no arguments,
-// pgx runs it over the simple query protocol too.
+// pgx runs it over the simple query protocol.
 const pgQuery = "SELECT 1"
 
 // countDials wraps a pgconn.DialFunc to count the connections it makes.
@@ -148,23 +149,30 @@ func countDials(dial pgconn.DialFunc, n *atomic.Int64) pgconn.DialFunc {
 	}
 }
 
-// pgExec runs pgQuery on c as pgx's Conn.Exec does for a query without
-// arguments (the simple protocol), reading every result.
-func pgExec(ctx context.Context, c *pgconn.PgConn) error {
-	mrr := c.Exec(ctx, pgQuery)
-	for mrr.NextResult() {
-		_, _ = mrr.ResultReader().Close()
-	}
-	return mrr.Close()
+// pgExec runs pgQuery on c as pgxpool's and the facade's Exec do.
+func pgExec(ctx context.Context, c *pgx.Conn) error {
+	_, err := c.Exec(ctx, pgQuery)
+	return err
 }
 
-// postgresTarget pools *pgconn.PgConn connections made by the example's
-// pgclient.Manager (Recycle: state checks, a peek, and a ping after a second
-// idle; a release check), beside pgxpool and database/sql; a request is
-// SELECT 1. Connections are counted where they are dialled (pgconn's
-// DialFunc), for every contender. It fails if the server does not answer.
+// pgxManager returns a pgxmanager.Manager for dsn with its defaults, the
+// connections named and counted in dials.
+func pgxManager(dsn string, dials *atomic.Int64) (*pgxmanager.Manager, error) {
+	cc, err := pgxConfig(dsn, dials)
+	if err != nil {
+		return nil, err
+	}
+	return pgxmanager.New(pgxmanager.Config{ConnConfig: cc})
+}
+
+// postgresTarget pools *pgx.Conn connections made by pgxmanager.Manager
+// (Recycle: state checks, a peek, and a ping after a second idle; a release
+// check), beside pgxmanager's Pool facade, pgxpool and database/sql; a
+// request is SELECT 1. Connections are counted where they are dialled
+// (pgconn's DialFunc), for every contender. It fails if the server does not
+// answer.
 func postgresTarget(ctx context.Context, dsn string) (target, error) {
-	base, err := pgclient.ParseConfig(dsn, applicationName)
+	base, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return target{}, fmt.Errorf("%s: %w", Redact(dsn), err)
 	}
@@ -172,14 +180,16 @@ func postgresTarget(ctx context.Context, dsn string) (target, error) {
 	if err != nil {
 		return target{}, fmt.Errorf("%s: %w", Redact(dsn), err)
 	}
-	k := conns[*pgconn.PgConn]{
-		manager: func(n *atomic.Int64) manager.Manager[*pgconn.PgConn] {
-			cfg := base.Copy()
-			cfg.DialFunc = countDials(cfg.DialFunc, n)
-			return pgclient.Manager{Config: cfg}
+	k := conns[*pgx.Conn]{
+		manager: func(n *atomic.Int64) manager.Manager[*pgx.Conn] {
+			m, err := pgxManager(dsn, n)
+			if err != nil { // dsn parsed above: cannot happen
+				panic("e2e: bug: " + err.Error())
+			}
+			return m
 		},
-		request: func() func(context.Context, *pgconn.PgConn) error { return pgExec },
-		broken:  func(c *pgconn.PgConn, _ error) bool { return c.IsClosed() },
+		request: func() func(context.Context, *pgx.Conn) error { return pgExec },
+		broken:  func(c *pgx.Conn, _ error) bool { return c.IsClosed() },
 	}
 	port := 0
 	where := base.Host
@@ -193,17 +203,18 @@ func postgresTarget(ctx context.Context, dsn string) (target, error) {
 		port:     port,
 		unit:     pgQuery + " over the simple query protocol, its result read",
 		entries: func(ctx context.Context, phase string, maxSize int) []workload.Entry {
-			return phaseEntries(ctx, k, phase, maxSize, pgxpoolEntry(ctx, dsn, maxSize), sqlEntry(ctx, dsn, maxSize))
+			return phaseEntries(ctx, k, phase, maxSize,
+				facadeEntry(ctx, dsn, maxSize), pgxpoolEntry(ctx, dsn, maxSize), sqlEntry(ctx, dsn, maxSize))
 		},
 	}, nil
 }
 
 // probePostgres connects with cfg, runs the query and returns the server's
 // version.
-func probePostgres(ctx context.Context, cfg *pgconn.Config) (string, error) {
+func probePostgres(ctx context.Context, cfg *pgx.ConnConfig) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	c, err := pgconn.ConnectConfig(ctx, cfg.Copy())
+	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return "", err
 	}
@@ -211,7 +222,7 @@ func probePostgres(ctx context.Context, cfg *pgconn.Config) (string, error) {
 	if err := pgExec(ctx, c); err != nil {
 		return "", err
 	}
-	v := c.ParameterStatus("server_version")
+	v := c.PgConn().ParameterStatus("server_version")
 	if i := strings.IndexByte(v, ' '); i > 0 {
 		v = v[:i] // "16.4 (Debian 16.4-1.pgdg120+1)"
 	}
@@ -219,6 +230,33 @@ func probePostgres(ctx context.Context, cfg *pgconn.Config) (string, error) {
 		v = "(unknown version)"
 	}
 	return v, nil
+}
+
+// facadeEntry is pgxmanager's Pool facade with MaxSize maxSize and the
+// Manager's defaults (a ping for a connection idle a second or more, as
+// pgxpool). An op is Pool.Exec: acquire, Exec, release, as pgxpool's.
+func facadeEntry(ctx context.Context, dsn string, maxSize int) workload.Entry {
+	return workload.Entry{Name: namePgxmanager, Key: "Impl=pgxmanager", Setup: func() (workload.Instance, error) {
+		var dials atomic.Int64
+		m, err := pgxManager(dsn, &dials)
+		if err != nil {
+			return workload.Instance{}, err
+		}
+		p, err := pgxmanager.NewPool(m, pool.Config{MaxSize: maxSize})
+		if err != nil {
+			return workload.Instance{}, err
+		}
+		return workload.Instance{
+			Worker: func(int) workload.Op {
+				return func() error {
+					_, err := p.Exec(ctx, pgQuery)
+					return err
+				}
+			},
+			Close: func() { _ = p.Close(context.Background()) },
+			Dials: dials.Load,
+		}, nil
+	}}
 }
 
 // pgxConfig is dsn parsed for pgx, with the connections named and counted.
