@@ -3,8 +3,8 @@ module github.com/poolkit/poolkit/examples
 go 1.26
 
 require (
-	github.com/jackc/pgx/v5 v5.12.0
 	github.com/poolkit/poolkit v0.0.0-00010101000000-000000000000
+	github.com/poolkit/poolkit/manager/pgxmanager v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.11.1
 	go.uber.org/goleak v1.3.0
 )
@@ -13,12 +13,16 @@ require (
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
-	github.com/rogpeppe/go-internal v1.6.1 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
-// The root module is not published; inside the repository the go.work ties
-// the two, and this replace keeps the module buildable with GOWORK=off.
-replace github.com/poolkit/poolkit => ../
+// The root module and the integration modules are not published; inside the
+// repository the go.work ties them, and these replaces keep the module
+// buildable with GOWORK=off.
+replace (
+	github.com/poolkit/poolkit => ../
+	github.com/poolkit/poolkit/manager/pgxmanager => ../manager/pgxmanager
+)

@@ -1,6 +1,6 @@
 // Command postgres runs a small query workload against PostgreSQL over a
-// poolkit pool of pgx low-level connections (*pgconn.PgConn), through the
-// example package pgclient.
+// poolkit pool of pgx connections, through the Pool facade of
+// manager/pgxmanager.
 //
 //	go run ./examples/postgres                   # from the repository root
 //	go run ./postgres -dsn 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'   # from examples/
@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/poolkit/poolkit/examples/postgres/pgclient"
+	"github.com/poolkit/poolkit/manager/pgxmanager"
 	"github.com/poolkit/poolkit/pool"
 )
 
@@ -51,22 +51,27 @@ func run(w io.Writer, dsn string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	name := "poolkit-example-" + strconv.Itoa(os.Getpid())
-	cfg, err := pgclient.ParseConfig(dsn, name)
+	cfg, err := pgxmanager.ParseConfig(dsn)
 	if err != nil {
 		return err
 	}
-	db, err := pgclient.Open(pgclient.Manager{Config: cfg},
+	cfg.ConnConfig.RuntimeParams["application_name"] = name // names the connections in pg_stat_activity
+	m, err := pgxmanager.New(cfg)
+	if err != nil {
+		return err
+	}
+	db, err := pgxmanager.NewPool(m,
 		pool.Config{MaxSize: maxSize, AcquireTimeout: 10 * time.Second, ConnectTimeout: 5 * time.Second})
 	if err != nil {
 		return err
 	}
 	defer db.Close(context.Background())
 
-	rows, err := db.Query(ctx, "SELECT 'hello, ' || $1::text", "postgres")
-	if err != nil {
+	var hello string
+	if err := db.QueryRow(ctx, "SELECT 'hello, ' || $1::text", "postgres").Scan(&hello); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "SELECT: %s\n", rows[0][0])
+	fmt.Fprintf(w, "SELECT: %s\n", hello)
 
 	// Each worker asks the server to sum 1..n for its own n and checks it.
 	errs := make(chan error, workers)
@@ -75,13 +80,13 @@ func run(w io.Writer, dsn string) error {
 		wg.Go(func() {
 			for j := range requests {
 				n := i*requests + j + 1
-				rows, err := db.Query(ctx, "SELECT sum(g)::int8 FROM generate_series(1, $1::int) AS g", strconv.Itoa(n))
-				if err != nil {
+				var got int64
+				if err := db.QueryRow(ctx, "SELECT sum(g)::int8 FROM generate_series(1, $1::int) AS g", n).Scan(&got); err != nil {
 					errs <- err
 					return
 				}
-				if got, want := string(rows[0][0]), strconv.Itoa(n*(n+1)/2); got != want {
-					errs <- fmt.Errorf("sum(1..%d) = %s, want %s", n, got, want)
+				if want := int64(n * (n + 1) / 2); got != want {
+					errs <- fmt.Errorf("sum(1..%d) = %d, want %d", n, got, want)
 					return
 				}
 			}
@@ -94,11 +99,10 @@ func run(w io.Writer, dsn string) error {
 	}
 	fmt.Fprintf(w, "%d workers × %d queries: all sums correct\n", workers, requests)
 
-	rows, err = db.Query(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", name)
-	if err != nil {
+	var n int
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", name).Scan(&n); err != nil {
 		return err
 	}
-	n, _ := strconv.Atoi(string(rows[0][0]))
 	fmt.Fprintf(w, "server backends named %q: at most %d: %t\n", "poolkit-example-<pid>", maxSize, n <= maxSize)
 	if err := db.Close(ctx); err != nil {
 		return err

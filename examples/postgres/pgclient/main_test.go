@@ -1,9 +1,0 @@
-package pgclient_test
-
-import (
-	"testing"
-
-	"github.com/poolkit/poolkit/examples/internal/itest"
-)
-
-func TestMain(m *testing.M) { itest.Main(m, itest.EnvPostgresDSN) }
