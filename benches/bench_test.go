@@ -71,6 +71,11 @@ func runEntry(b *testing.B, c workload.Case, e workload.Entry) {
 	if in.Dials != nil {
 		b.ReportMetric(float64(in.Dials())/float64(b.N), "dials/op")
 	}
+	if in.Tally != nil {
+		if asked, capacity := in.Tally(); asked > 0 {
+			b.ReportMetric(float64(capacity)/float64(asked), "cap/len")
+		}
+	}
 	if n := errs.Load(); n > 0 {
 		b.Fatalf("%d ops failed", n)
 	}

@@ -82,7 +82,7 @@ const modeHelp = `
   hotpath    Pool/HotPath; Bytes/HotPath at 4 KiB, 64 KiB, 1 MiB (all sizes with -mode=all)
   parallel   Pool/Parallel, Pool/TimeoutArmed, Pool/HandOff, Bytes/Contention
   realistic  Bytes/Realistic, Bytes/Sustained, Bytes/FullOverwrite
-  mixed      Bytes/Mixed (round robin over 7 sizes; Zipf)
+  mixed      Bytes/Mixed (round robin over 7 sizes; Zipf; 16 sizes not powers of two)
   burst      Bytes/Burst (N × 64 KiB)
   exchange   Pool/Exchange (poolkit's ring, mutex, none)
   handoff    Pool/HandOff (every acquire waits for a release)
@@ -147,6 +147,7 @@ type config struct {
 	// ops), against redis and postgres ("" leaves one out).
 	e2e             bool
 	e2eDur          time.Duration
+	merge           string
 	redis, postgres string
 }
 
@@ -164,6 +165,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.output, "output", "text", "output format: text|json|markdown")
 	fs.StringVar(&c.out, "o", "", "write the output to `FILE` instead of stdout")
 	fs.StringVar(&c.note, "note", "", "a note to keep in the results (and in the report)")
+	fs.StringVar(&c.merge, "merge", "", "merge into the results `FILE` (written by -output=json): the cases measured now replace\nthose of the same name, or are added, and the run is recorded in its updates")
 	fs.StringVar(&c.redis, "redis", envOr(e2e.EnvRedisAddr, e2e.DefaultRedisAddr),
 		"-mode=e2e: the Redis server's `host:port`, $"+e2e.EnvRedisAddr+" if set; empty: leave Redis out")
 	fs.StringVar(&c.postgres, "postgres", envOr(e2e.EnvPostgresDSN, e2e.DefaultPostgresDSN),
@@ -299,11 +301,33 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "poolbench: %v\n", err)
 		return exitFailed
 	}
+	if c.merge != "" {
+		old, err := readResults(c.merge)
+		if err != nil {
+			fmt.Fprintf(stderr, "poolbench: -merge: %v\n", err)
+			return exitFailed
+		}
+		f = results.Merge(old, f)
+	}
 	if err := write(f, c, stdout); err != nil {
 		fmt.Fprintf(stderr, "poolbench: %v\n", err)
 		return exitFailed
 	}
 	return code
+}
+
+// readResults reads a results file.
+func readResults(path string) (results.File, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return results.File{}, err
+	}
+	defer file.Close()
+	f, err := results.ReadJSON(file)
+	if err != nil {
+		return results.File{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
 }
 
 // runE2E measures the end-to-end cases of c into f: it starts the echo
@@ -416,15 +440,9 @@ func runReport(args []string, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	file, err := os.Open(*in)
+	f, err := readResults(*in)
 	if err != nil {
 		fmt.Fprintf(stderr, "poolbench report: %v\n", err)
-		return exitFailed
-	}
-	f, err := results.ReadJSON(file)
-	file.Close()
-	if err != nil {
-		fmt.Fprintf(stderr, "poolbench report: %s: %v\n", *in, err)
 		return exitFailed
 	}
 	dir, root := *docs, repoRoot()

@@ -64,7 +64,7 @@ func Run(ctx context.Context, cases []workload.Case, opt Options) ([]results.Cas
 		rc := results.Case{
 			Name: c.Name(), Group: c.Top + "/" + c.Group, Params: c.Params, Workers: c.Workers,
 			Unit: c.Unit, Baseline: c.Baseline, Latency: c.Latency, Server: c.Server, Setup: c.Setup,
-			TimeWait: c.TimeWaitPort > 0 && sockets.Available(),
+			TimeWait: c.TimeWaitPort > 0 && sockets.Available(), Memory: c.Memory,
 		}
 		for _, e := range c.Entries {
 			rc.Contenders = append(rc.Contenders, results.Contender{Name: e.Name, Key: e.Key})
@@ -133,6 +133,9 @@ func measureOne(ctx context.Context, c workload.Case, e workload.Entry, opt Opti
 // instance.
 func measureInstance(ctx context.Context, c workload.Case, e workload.Entry, opt Options) (results.Round, error) {
 	runtime.GC() // each contender starts from a collected heap
+	var heap runtime.MemStats
+	runtime.ReadMemStats(&heap)
+	live := heap.HeapAlloc
 	in, err := e.Setup()
 	if err != nil {
 		return results.Round{}, fmt.Errorf("%s %s: %w", c.Name(), e.Name, err)
@@ -167,6 +170,11 @@ func measureInstance(ctx context.Context, c workload.Case, e workload.Entry, opt
 		return results.Round{}, err
 	}
 
+	var asked, capacity int64
+	if in.Tally != nil {
+		asked, capacity = in.Tally()
+	}
+
 	var hs []*hist
 	if c.Latency {
 		hs = make([]*hist, len(ops))
@@ -187,6 +195,17 @@ func measureInstance(ctx context.Context, c workload.Case, e workload.Entry, opt
 	}
 	if in.Dials != nil {
 		round.Dials = in.Dials()
+	}
+	if c.Memory && in.Tally != nil {
+		a, k := in.Tally()
+		round.Asked, round.Capacity = a-asked, k-capacity
+		// What the contender keeps: the ops are done and hold nothing (the
+		// sink that makes buffers escape is cleared), so what a collection
+		// leaves live beyond the heap before the set-up is the contender's.
+		workload.ClearSink()
+		runtime.GC()
+		runtime.ReadMemStats(&heap)
+		round.Retained = max(0, int64(heap.HeapAlloc)-int64(live))
 	}
 	return round, nil
 }

@@ -116,6 +116,14 @@ func Markdown(w io.Writer, f results.File, in string) error {
 	}
 	p("| Measured | %s |\n", m.Date)
 	p("| Command | `go run ./benches/cmd/%s` |\n", f.Command)
+	for _, u := range f.Updates {
+		dirty := ""
+		if u.Machine.Dirty {
+			dirty = ", with uncommitted changes"
+		}
+		p("| Re-measured | %s at `%s`%s, %s: `go run ./benches/cmd/%s` |\n",
+			updatedGroups(u), u.Machine.Commit, dirty, u.Machine.Date, u.Command)
+	}
 
 	writeMethod(w, f)
 	if hasE2E(f) {
@@ -153,6 +161,24 @@ func Markdown(w io.Writer, f results.File, in string) error {
 	writeNotClaimed(w, hasE2E(f))
 	writeReproduce(w, f, in)
 	return nil
+}
+
+// updatedGroups names the groups of the cases an update measured: "the 7
+// cases of Bytes/Burst and Bytes/Mixed".
+func updatedGroups(u results.Update) string {
+	var groups []string
+	for _, name := range u.Cases {
+		parts := strings.SplitN(name, "/", 3)
+		g := strings.Join(parts[:min(2, len(parts))], "/")
+		if !slices.Contains(groups, g) {
+			groups = append(groups, g)
+		}
+	}
+	list := strings.Join(groups, ", ")
+	if i := strings.LastIndex(list, ", "); i >= 0 {
+		list = list[:i] + " and " + list[i+2:]
+	}
+	return fmt.Sprintf("the %d cases of %s", len(u.Cases), list)
 }
 
 // floorNote says, under each headline, what the floor is.
@@ -248,7 +274,9 @@ var headlinePicks = []string{
 	"Bytes/HotPath/Size=64KiB",
 	"Bytes/Realistic/Size=64KiB",
 	"Bytes/Mixed/Sizes=RoundRobin",
+	"Bytes/Mixed/Sizes=NonPowerOfTwo",
 	"Bytes/Burst/Size=64KiB/N=100",
+	"Bytes/Burst/Size=64KiB/N=1000",
 }
 
 // headline writes a table of the median ns/op of the picked cases whose name
@@ -427,12 +455,17 @@ output. One goroutine, GOMAXPROCS and 4× GOMAXPROCS.`,
 	"Bytes/Sustained": `The realistic op 10 000 times in a row on every goroutine: long enough for make's
 garbage to drive the collector, and for pools that shed their contents at each collection to
 show it.`,
-	"Bytes/Mixed": `Seven sizes, 4 KiB to 256 KiB, taken in turn (RoundRobin) or drawn from a Zipf law
-that favours the small ones (Zipf), realistic op each. The sync.Pool contender needs one pool per
-size; the others serve every size from one pool.`,
+	"Bytes/Mixed": `Seven power-of-two sizes, 4 KiB to 256 KiB, taken in turn (RoundRobin) or drawn from a
+Zipf law that favours the small ones (Zipf), realistic op each; and sixteen sizes that are not
+powers of two, 700 B to 300 KB (frames, JSON bodies, records), drawn uniformly, eight held at a
+time (NonPowerOfTwo). The sync.Pool contender needs one pool per size, so its buffers fit
+exactly; the others serve every size from one pool. **cap/len** is the capacity the Gets got
+per byte asked for (median over the rounds); **retained** is the heap still live after the
+round and a collection, beyond what was live before the contender was set up: what the pool
+keeps, its own structures included.`,
 	"Bytes/Burst": `One goroutine takes N buffers of 64 KiB, writes a byte to each, and only then returns them
 all, N = 10 to 1000: more than a per-P stack keeps, so the deeper levels of a pool (or the
-allocator) serve the rest.`,
+allocator) serve the rest. **cap/len** and **retained** as in Bytes/Mixed.`,
 	"Bytes/Contention": `The realistic op on many goroutines, with poolkit's per-P depth at 1, 4 and 8 buffers per
 size class, beside the other contenders, which have no such setting.`,
 	"Bytes/FullOverwrite": `The buffer is overwritten entirely before use, so the zeroing make does is wasted work

@@ -107,6 +107,32 @@ func Allocs(x float64) string {
 	return fmt.Sprintf("%.2f", x)
 }
 
+// Ratio formats a ratio such as cap/len: "1.00", "1.27"; "—" for NaN.
+func Ratio(x float64) string {
+	if math.IsNaN(x) {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", x)
+}
+
+// Bytes formats a byte count: "0 B", "512 B", "64.0 KiB", "1.25 GiB"; "—"
+// for NaN.
+func Bytes(x float64) string {
+	if math.IsNaN(x) {
+		return "—"
+	}
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	u := 0
+	for math.Abs(x) >= 1024 && u < len(units)-1 {
+		x /= 1024
+		u++
+	}
+	if u == 0 {
+		return fmt.Sprintf("%.0f B", x)
+	}
+	return sig3(x) + " " + units[u]
+}
+
 // Comparison says how s compares with the baseline: "baseline",
 // "indistinguishable", "2.31× slower" or "3.10× faster"; where the baseline
 // is the floor (Case.FloorBaseline), "floor" and "2.31× the floor".
@@ -153,6 +179,9 @@ func Row(c Case, s Summary) []string {
 			row = append(row, "—")
 		}
 	}
+	if c.Memory {
+		row = append(row, Ratio(s.Waste), Bytes(s.Retained))
+	}
 	cmp := Comparison(s)
 	if s.Errors > 0 {
 		cmp += fmt.Sprintf(" (%d ops failed)", s.Errors)
@@ -171,6 +200,9 @@ func Header(c Case) []string {
 	}
 	if c.TimeWait {
 		h = append(h, "TIME_WAIT before → after")
+	}
+	if c.Memory {
+		h = append(h, "cap/len", "retained")
 	}
 	if c.FloorBaseline() {
 		return append(h, "vs the floor ("+c.Baseline+")")

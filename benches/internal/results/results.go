@@ -29,6 +29,45 @@ type File struct {
 	// Skipped lists the servers an end-to-end run left out, and why (a
 	// server that did not answer).
 	Skipped []Skip `json:"skipped,omitempty"`
+	// Updates lists the later runs merged into the file (poolbench -merge):
+	// the cases each measured replaced those of the same name, or were
+	// added. Command, Machine and Settings above are the first run's.
+	Updates []Update `json:"updates,omitempty"`
+}
+
+// Update is a run merged into a results file.
+type Update struct {
+	Command  string   `json:"command"`
+	Machine  Machine  `json:"machine"`
+	Settings Settings `json:"settings"`
+	// Cases names the cases the run measured.
+	Cases []string `json:"cases"`
+}
+
+// Merge returns f with the cases of g in place of those of the same name,
+// and those f lacks added after the last case of their group (at the end if
+// f has none of that group); g's run is recorded in Updates.
+func Merge(f, g File) File {
+	out := f
+	out.Cases = slices.Clone(f.Cases)
+	up := Update{Command: g.Command, Machine: g.Machine, Settings: g.Settings}
+	for _, c := range g.Cases {
+		up.Cases = append(up.Cases, c.Name)
+		if i := slices.IndexFunc(out.Cases, func(k Case) bool { return k.Name == c.Name }); i >= 0 {
+			out.Cases[i] = c
+			continue
+		}
+		at := len(out.Cases)
+		for i, k := range out.Cases {
+			if k.Group == c.Group {
+				at = i + 1
+			}
+		}
+		out.Cases = slices.Insert(out.Cases, at, c)
+	}
+	out.Interrupted = f.Interrupted || g.Interrupted
+	out.Updates = append(slices.Clone(f.Updates), up)
+	return out
 }
 
 // Skip is a server an end-to-end run did not measure.
@@ -89,6 +128,9 @@ type Case struct {
 	// TimeWait says that the rounds count the sockets of the server's port
 	// in TIME_WAIT before and after.
 	TimeWait bool `json:"time_wait,omitempty"`
+	// Memory says that the rounds record the bytes the Gets asked for and
+	// got (a byte pool's waste) and what the contender retained.
+	Memory bool `json:"memory,omitempty"`
 	// Contenders in the order of the first round.
 	Contenders []Contender `json:"contenders"`
 }
@@ -126,6 +168,24 @@ type Round struct {
 	// before the contender was set up and after it was closed; nil where the
 	// case does not take it.
 	TimeWait *TimeWait `json:"time_wait,omitempty"`
+	// Asked and Capacity are, where the case records memory, the bytes the
+	// round's Gets asked for and the capacity of the buffers they got.
+	Asked    int64 `json:"asked_bytes,omitempty"`
+	Capacity int64 `json:"capacity_bytes,omitempty"`
+	// Retained is, where the case records memory, the heap still live once
+	// the round has ended and a collection has run, less what was live
+	// before the contender was set up: what the contender keeps, its own
+	// structures included.
+	Retained int64 `json:"retained_bytes,omitempty"`
+}
+
+// Waste is the capacity the round's Gets got per byte asked: cap/len; NaN
+// where not recorded.
+func (r Round) Waste() float64 {
+	if r.Asked == 0 {
+		return math.NaN()
+	}
+	return float64(r.Capacity) / float64(r.Asked)
 }
 
 // TimeWait counts the sockets of a server's port in TIME_WAIT (either end)
@@ -186,6 +246,9 @@ type Summary struct {
 	Floor             bool    // the baseline is the floor, not a contender (see Case.FloorBaseline)
 	Ratio             float64 // Median / the baseline's Median; NaN without a baseline
 	Indistinguishable bool    // from the baseline (see Indistinguishable)
+	// Waste (cap/len) and Retained (bytes) are medians over the rounds;
+	// NaN where the case does not record memory.
+	Waste, Retained float64
 }
 
 // Spread is the distance between the slowest and the fastest round.
@@ -209,7 +272,7 @@ func Indistinguishable(a, b Summary) bool {
 // Summarize derives a contender's summary from its rounds (without the
 // comparison with the baseline: see Case.Summaries).
 func Summarize(c Contender) Summary {
-	s := Summary{Name: c.Name, Rounds: len(c.Rounds), Ratio: math.NaN(), Dials: math.NaN()}
+	s := Summary{Name: c.Name, Rounds: len(c.Rounds), Ratio: math.NaN(), Dials: math.NaN(), Waste: math.NaN(), Retained: math.NaN()}
 	if len(c.Rounds) == 0 {
 		s.Best, s.Median, s.Slowest, s.OpsPerSec, s.AllocsPerOp = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		return s
@@ -219,7 +282,12 @@ func Summarize(c Contender) Summary {
 	var lats []Latency
 	var dials []float64
 	var tws []TimeWait
+	var waste, retained []float64
 	for _, r := range c.Rounds {
+		if r.Asked > 0 {
+			waste = append(waste, r.Waste())
+			retained = append(retained, float64(r.Retained))
+		}
 		ns = append(ns, r.NsPerOp())
 		allocs = append(allocs, r.AllocsPerOp())
 		s.Errors += r.Errors
@@ -232,6 +300,9 @@ func Summarize(c Contender) Summary {
 		}
 	}
 	s.Dials = Median(dials)
+	if len(waste) > 0 {
+		s.Waste, s.Retained = Median(waste), Median(retained)
+	}
 	if len(tws) > 0 {
 		// The lower median: a round that happened, not a mean of two.
 		sort.SliceStable(tws, func(i, j int) bool { return tws[i].Left() < tws[j].Left() })

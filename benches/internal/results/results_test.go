@@ -173,3 +173,43 @@ func TestFormats(t *testing.T) {
 	assert.Equal(t, "<0.001", results.Allocs(0.0001))
 	assert.Equal(t, "0.25", results.Allocs(0.25))
 }
+
+func TestMergeReplacesCasesByNameAndAddsNewOnesToTheirGroup(t *testing.T) {
+	f := results.File{Command: "poolbench -mode=all", Cases: []results.Case{
+		{Name: "Bytes/Burst/N=10", Group: "Bytes/Burst"},
+		{Name: "Bytes/Mixed/Sizes=Zipf", Group: "Bytes/Mixed"},
+		{Name: "Pool/HotPath", Group: "Pool/HotPath"},
+	}}
+	g := results.File{Command: "poolbench -mode=mixed -merge x", Machine: results.Machine{Commit: "abc"}, Cases: []results.Case{
+		{Name: "Bytes/Mixed/Sizes=Zipf", Group: "Bytes/Mixed", Memory: true},
+		{Name: "Bytes/Mixed/Sizes=NonPowerOfTwo", Group: "Bytes/Mixed"},
+		{Name: "Bytes/New/X", Group: "Bytes/New"},
+	}}
+	m := results.Merge(f, g)
+	var names []string
+	for _, c := range m.Cases {
+		names = append(names, c.Name)
+	}
+	assert.Equal(t, []string{"Bytes/Burst/N=10", "Bytes/Mixed/Sizes=Zipf", "Bytes/Mixed/Sizes=NonPowerOfTwo", "Pool/HotPath", "Bytes/New/X"}, names)
+	assert.True(t, m.Cases[1].Memory, "the merged case replaces the old one")
+	assert.Equal(t, "poolbench -mode=all", m.Command, "the first run's command stays")
+	require.Len(t, m.Updates, 1)
+	assert.Equal(t, results.Update{Command: g.Command, Machine: g.Machine, Cases: []string{"Bytes/Mixed/Sizes=Zipf", "Bytes/Mixed/Sizes=NonPowerOfTwo", "Bytes/New/X"}}, m.Updates[0])
+	assert.Len(t, f.Cases, 3, "f is left as it was")
+}
+
+func TestWasteAndRetainedAreMediansOverTheRounds(t *testing.T) {
+	rs := rounds(10, 11, 12)
+	for i := range rs {
+		rs[i].Asked, rs[i].Capacity, rs[i].Retained = 1000, int64(1000+100*i), int64(1<<20*(i+1))
+	}
+	s := results.Summarize(results.Contender{Name: "poolkit", Rounds: rs})
+	assert.InDelta(t, 1.1, s.Waste, 1e-9)
+	assert.Equal(t, float64(2<<20), s.Retained)
+	assert.True(t, math.IsNaN(results.Summarize(results.Contender{Rounds: rounds(10)}).Waste))
+	c := results.Case{Name: "Bytes/Burst/N=10", Memory: true, Baseline: "poolkit", Contenders: []results.Contender{{Name: "poolkit", Rounds: rs}}}
+	assert.Contains(t, results.Header(c), "cap/len")
+	row := results.Row(c, c.Summaries()[0])
+	assert.Contains(t, row, "1.10")
+	assert.Contains(t, row, "2.00 MiB")
+}

@@ -21,6 +21,47 @@ var Sink [256]struct {
 
 func sink(i int, b []byte) { Sink[i%len(Sink)].B = b }
 
+// ClearSink drops what Sink holds, so that it keeps no buffer alive; call
+// it only while no op runs.
+func ClearSink() {
+	for i := range Sink {
+		Sink[i].B = nil
+	}
+}
+
+// tally counts, per goroutine, the bytes a memory case's Gets asked for and
+// the capacity they got; each goroutine writes its own padded slot.
+type tally struct {
+	slots []struct {
+		asked, capacity int64
+		_               [48]byte
+	}
+}
+
+func newTally(workers int) *tally {
+	t := &tally{}
+	t.slots = make([]struct {
+		asked, capacity int64
+		_               [48]byte
+	}, workers)
+	return t
+}
+
+// add counts a Get of n bytes by goroutine i that got b.
+func (t *tally) add(i, n int, b []byte) {
+	t.slots[i].asked += int64(n)
+	t.slots[i].capacity += int64(cap(b))
+}
+
+// read sums the slots; only while no op runs.
+func (t *tally) read() (asked, capacity int64) {
+	for i := range t.slots {
+		asked += t.slots[i].asked
+		capacity += t.slots[i].capacity
+	}
+	return asked, capacity
+}
+
 // touch writes one byte per page of b.
 func touch(b []byte) {
 	for i := 0; i < len(b); i += Page {
@@ -60,6 +101,27 @@ func bytesEntries(cfg contenders.BytesConfig, names []string, mk func(p contende
 		return c.Name, c.New, err
 	}, mk)
 }
+
+// talliedEntries is bytesEntries for the cases with Memory: mk builds the
+// ops with a tally of their Gets, which the instance reports.
+func talliedEntries(cfg contenders.BytesConfig, names []string, workers int, mk func(p contenders.Bytes, t *tally) func(i int) Op) []Entry {
+	return entries(cfg, names, func(name string) (string, func(contenders.BytesConfig) (talliedBytes, error), error) {
+		c, err := contenders.BytesByName(name)
+		return c.Name, func(cfg contenders.BytesConfig) (talliedBytes, error) {
+			p, err := c.New(cfg)
+			return talliedBytes{p, newTally(workers)}, err
+		}, err
+	}, func(tb talliedBytes) func(int) Op { return mk(tb.Bytes, tb.t) })
+}
+
+// talliedBytes is a contender with the tally of its instance's Gets.
+type talliedBytes struct {
+	contenders.Bytes
+	t *tally
+}
+
+// Tally reports the tally (Instance.Tally).
+func (tb talliedBytes) Tally() (asked, capacity int64) { return tb.t.read() }
 
 // getPut is the hot path: Get(n), Put, nothing written.
 func getPut(n int) func(contenders.Bytes) func(int) Op {
@@ -141,21 +203,29 @@ func BytesSustained(workers int) []Case {
 }
 
 // sequence returns the op of a goroutine that walks a fixed sequence of
-// sizes, realistic op each.
-func sequence(seq func(i int) []int) func(contenders.Bytes) func(int) Op {
-	return func(p contenders.Bytes) func(int) Op {
+// sizes, held at a time: it gets the next held sizes, writes a byte per
+// page of each, and puts them back, counting each Get in t.
+func sequence(seq func(i int) []int, held int) func(contenders.Bytes, *tally) func(int) Op {
+	return func(p contenders.Bytes, t *tally) func(int) Op {
 		return func(i int) Op {
 			sizes := seq(i)
+			bufs := make([]contenders.Buf, held)
 			k := 0
 			return func() error {
-				n := sizes[k]
-				if k++; k == len(sizes) {
-					k = 0
+				for j := range bufs {
+					n := sizes[k]
+					if k++; k == len(sizes) {
+						k = 0
+					}
+					bufs[j] = p.Get(n)
+					t.add(i, n, bufs[j].B)
+					touch(bufs[j].B)
 				}
-				b := p.Get(n)
-				touch(b.B)
-				sink(i, b.B)
-				p.Put(b)
+				sink(i, bufs[held-1].B)
+				for j := range bufs {
+					p.Put(bufs[j])
+					bufs[j] = contenders.Buf{}
+				}
 				return nil
 			}
 		}
@@ -174,36 +244,68 @@ func ZipfSizes(seed uint64) []int {
 	return out
 }
 
-// BytesMixed is one goroutine cycling through seven sizes, 4 KiB to 256 KiB:
-// round robin, and Zipf-distributed. The sync.Pool contender keeps one pool
-// per size; the others serve every size from one pool.
+// NonPowerOfTwoSizes are the sizes of Bytes/Mixed/Sizes=NonPowerOfTwo, none
+// a power of two: an Ethernet frame and a jumbo one, JSON bodies, records,
+// file chunks; 700 B to 300 KB.
+var NonPowerOfTwoSizes = []int{700, 1200, 1500, 3000, 4500, 6000, 9000, 12500, 20000, 33000, 48000, 70000, 100000, 150000, 200000, 300000}
+
+// NonPowerOfTwoHeld is how many buffers Bytes/Mixed/Sizes=NonPowerOfTwo
+// holds at once.
+const NonPowerOfTwoHeld = 8
+
+// UniformSizes returns a sequence of 1024 sizes drawn uniformly from sizes;
+// seed fixes it.
+func UniformSizes(sizes []int, seed uint64) []int {
+	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	out := make([]int, 1024)
+	for i := range out {
+		out[i] = sizes[r.IntN(len(sizes))]
+	}
+	return out
+}
+
+// BytesMixed is one goroutine cycling through seven power-of-two sizes,
+// 4 KiB to 256 KiB, round robin and Zipf-distributed, one buffer at a time;
+// and through sixteen sizes that are not powers of two, 700 B to 300 KB,
+// eight buffers at a time. Each records the waste (cap/len) of the Gets and
+// what the contender retains. The sync.Pool contender keeps one pool per
+// size; the others serve every size from one pool.
 func BytesMixed() []Case {
 	cfg := contenders.BytesConfig{Sizes: MixedSizes}
+	npot := contenders.BytesConfig{Sizes: NonPowerOfTwoSizes}
 	return []Case{
 		{
 			Top: "Bytes", Group: "Mixed", Params: "Sizes=RoundRobin", Workers: 1,
-			Unit: "one Get, a write per 4 KiB page, Put", Baseline: "make", Latency: true,
-			Entries: bytesEntries(cfg, allBytes, sequence(func(int) []int { return MixedSizes })),
+			Unit: "one Get, a write per 4 KiB page, Put", Baseline: "make", Latency: true, Memory: true,
+			Entries: talliedEntries(cfg, allBytes, 1, sequence(func(int) []int { return MixedSizes }, 1)),
 		},
 		{
 			Top: "Bytes", Group: "Mixed", Params: "Sizes=Zipf", Workers: 1,
-			Unit: "one Get, a write per 4 KiB page, Put", Baseline: "make", Latency: true,
-			Entries: bytesEntries(cfg, allBytes, sequence(func(i int) []int { return ZipfSizes(uint64(i)) })),
+			Unit: "one Get, a write per 4 KiB page, Put", Baseline: "make", Latency: true, Memory: true,
+			Entries: talliedEntries(cfg, allBytes, 1, sequence(func(i int) []int { return ZipfSizes(uint64(i)) }, 1)),
+		},
+		{
+			Top: "Bytes", Group: "Mixed", Params: "Sizes=NonPowerOfTwo", Workers: 1,
+			Unit:     fmt.Sprintf("%d Gets of sizes drawn from %d between 700 B and 300 KB, a write per 4 KiB page of each, %d Puts", NonPowerOfTwoHeld, len(NonPowerOfTwoSizes), NonPowerOfTwoHeld),
+			Baseline: "make", Latency: true, Memory: true,
+			Entries: talliedEntries(npot, allBytes, 1, sequence(func(i int) []int { return UniformSizes(NonPowerOfTwoSizes, uint64(i)) }, NonPowerOfTwoHeld)),
 		},
 	}
 }
 
 // BytesBurst is one goroutine getting N buffers of 64 KiB, writing a byte to
-// each, then putting them all back.
+// each, then putting them all back; the rounds record the waste of the Gets
+// and what the contender retains.
 func BytesBurst() []Case {
 	var cases []Case
 	for _, n := range BurstCounts {
-		burst := func(p contenders.Bytes) func(int) Op {
+		burst := func(p contenders.Bytes, t *tally) func(int) Op {
 			return func(i int) Op {
 				held := make([]contenders.Buf, n)
 				return func() error {
 					for k := range held {
 						held[k] = p.Get(realisticSize)
+						t.add(i, realisticSize, held[k].B)
 						held[k].B[0] = byte(k)
 					}
 					sink(i, held[n-1].B)
@@ -217,8 +319,8 @@ func BytesBurst() []Case {
 		}
 		cases = append(cases, Case{
 			Top: "Bytes", Group: "Burst", Params: fmt.Sprintf("Size=64KiB/N=%d", n), Workers: 1,
-			Unit: fmt.Sprintf("%d Gets, a write to each, %d Puts", n, n), Baseline: "make", Latency: true,
-			Entries: bytesEntries(contenders.BytesConfig{Sizes: []int{realisticSize}}, allBytes, burst),
+			Unit: fmt.Sprintf("%d Gets, a write to each, %d Puts", n, n), Baseline: "make", Latency: true, Memory: true,
+			Entries: talliedEntries(contenders.BytesConfig{Sizes: []int{realisticSize}}, allBytes, 1, burst),
 		})
 	}
 	return cases

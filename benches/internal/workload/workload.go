@@ -27,6 +27,10 @@ type Instance struct {
 	// Dials, if not nil, returns how many connections the instance has
 	// dialled so far (the end-to-end cases).
 	Dials func() int64
+	// Tally, if not nil, returns the bytes the instance's Gets have asked
+	// for so far and the capacity they got (the cases with Memory). Read it
+	// only while no goroutine runs an op.
+	Tally func() (asked, capacity int64)
 }
 
 // instance makes the Instance of a contender value v (a contenders.Pool or
@@ -35,6 +39,11 @@ func instance(v interface{ Close() }, worker func(i int) Op) Instance {
 	in := Instance{Worker: worker, Close: v.Close}
 	if r, ok := v.(contenders.StatsReader); ok {
 		in.Stats = r.ReadStats
+	}
+	if r, ok := v.(interface {
+		Tally() (asked, capacity int64)
+	}); ok {
+		in.Tally = r.Tally
 	}
 	return in
 }
@@ -106,7 +115,12 @@ type Case struct {
 	// TimeWaitPort, if not 0, is the server's port: the runner counts its
 	// sockets in TIME_WAIT before each measurement and after it.
 	TimeWaitPort int
-	Entries      []Entry
+	// Memory says that the runner records, for each round, the waste of the
+	// Gets (Instance.Tally) and what the contender retains once the round
+	// has ended (the live heap after a collection, less what was live
+	// before its set-up).
+	Memory  bool
+	Entries []Entry
 }
 
 // Name is the case's full name: "Pool/Parallel/MaxSize=8/Goroutines=32".
