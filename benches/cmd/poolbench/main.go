@@ -74,7 +74,8 @@ var modes = map[string]func(workers int) []workload.Case{
 	"stats": func(w int) []workload.Case {
 		return slices.Concat(workload.PoolStatsOverhead(w), workload.BytesStatsOverhead(w))
 	},
-	"all": func(w int) []workload.Case { return slices.Concat(workload.PoolCases(w), workload.BytesCases(w)) },
+	"bytes": workload.BytesCases,
+	"all":   func(w int) []workload.Case { return slices.Concat(workload.PoolCases(w), workload.BytesCases(w)) },
 }
 
 const modeHelp = `
@@ -87,6 +88,7 @@ const modeHelp = `
   exchange   Pool/Exchange (poolkit's ring, mutex, none)
   handoff    Pool/HandOff (every acquire waits for a release)
   stats      Pool/StatsOverhead, Bytes/StatsOverhead
+  bytes      every Bytes group of the Go benchmarks
   all        every group of the Go benchmarks but E2E
   e2e        end to end: pools of real connections to the in-process echo server, Redis
              (-redis) and PostgreSQL (-postgres), steady, oversubscribed and no pool;
@@ -97,7 +99,7 @@ const modeHelp = `
 const modeE2E = "e2e"
 
 // modeNames lists the modes in the order the usage gives them.
-var modeNames = []string{"default", "hotpath", "parallel", "realistic", "mixed", "burst", "exchange", "handoff", "stats", "all", modeE2E}
+var modeNames = []string{"default", "hotpath", "parallel", "realistic", "mixed", "burst", "exchange", "handoff", "stats", "bytes", "all", modeE2E}
 
 // e2eDuration is how long each end-to-end contender runs per round unless
 // -duration or -ops says otherwise: long enough for a p99.9 of a few

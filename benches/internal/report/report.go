@@ -532,7 +532,8 @@ go run ./benches/cmd/poolbench report -in %s
 
 `+"`go run ./benches/cmd/poolbench`"+` with no flags runs a representative comparison in under a
 minute and prints the tables; `+"`-mode`"+` picks groups (hotpath, parallel, realistic, mixed,
-burst, exchange, stats, all), `+"`-output=json -o FILE`"+` keeps a results file.
+burst, exchange, handoff, stats, bytes, all), `+"`-output=json -o FILE`"+` keeps a results file,
+and `+"`-merge FILE`"+` puts the cases measured into an existing one in place of their old rows.
 
 The same cases are Go benchmarks, named like
 `+"`BenchmarkPool/Parallel/MaxSize=8/Goroutines=32/Impl=puddle`"+` and
