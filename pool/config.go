@@ -36,12 +36,13 @@ const (
 // Config configures a Pool. Zero values mean the documented defaults; New
 // returns an error naming the field for any invalid value.
 type Config struct {
-	// MaxSize bounds live objects: idle + leased + being connected. Required,
-	// ≥ 1. It can be changed later with SetMaxSize.
+	// MaxSize bounds live objects: idle + leased + being connected + being
+	// closed. Required, ≥ 1. It can be changed later with SetMaxSize. New
+	// does the same work whatever its value: nothing is sized by it.
 	MaxSize int
 	// MinIdle is the number of idle objects the maintainer keeps connected
-	// (within MaxSize), and the headroom it keeps above the recent peak of
-	// use when it shrinks the pool. 0 ≤ MinIdle ≤ MaxSize. Default 0.
+	// (within MaxSize); MaxIdleTime never closes an idle object that would
+	// take the idle count below it. 0 ≤ MinIdle ≤ MaxSize. Default 0.
 	MinIdle int
 	// MaxLifetime closes an object this long after it was connected, minus a
 	// jitter drawn once per object in [0, LifetimeJitter). 0: no limit.
@@ -49,14 +50,20 @@ type Config struct {
 	// LifetimeJitter spreads lifetimes so that objects made together do not
 	// expire together. 0 ≤ LifetimeJitter ≤ MaxLifetime.
 	LifetimeJitter time.Duration
-	// MaxIdleTime closes an object idle this long. 0: no limit. With it set,
-	// the maintainer also shrinks the pool toward the recent peak of use.
+	// MaxIdleTime closes an object that has itself been idle this long (by
+	// its last release), unless that would leave fewer than MinIdle idle.
+	// The maintainer closes it, within a few ticks of the limit (the tick is
+	// an eighth of the shortest of MaxIdleTime and MaxLifetime, at most
+	// 100 ms); an Acquire uses an idle object however long it has been idle,
+	// after Manager.Recycle. 0: no limit.
 	MaxIdleTime time.Duration
 	// MaxUses closes an object after it has been handed out this many times.
 	// 0: no limit.
 	MaxUses int
-	// AcquireTimeout bounds how long Acquire waits or connects; the earlier
-	// of it and the context's deadline applies. 0: only the context.
+	// AcquireTimeout bounds an Acquire that cannot be served at once, from
+	// the start of its slow path to its return, across every wait, connect
+	// and retry; the earlier of it and the context's deadline applies.
+	// 0: only the context.
 	AcquireTimeout time.Duration
 	// ConnectTimeout bounds one Manager.Connect. 0: DefaultConnectTimeout.
 	ConnectTimeout time.Duration

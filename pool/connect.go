@@ -39,7 +39,6 @@ type connResult[T any] struct {
 // background connect (its object goes to a waiter or the idle set).
 func (p *Pool[T]) startDial(req *connReq[T]) {
 	p.goroutines.Add(1)
-	p.connecting.Add(1)
 	go p.dial(req)
 }
 
@@ -48,82 +47,122 @@ func (p *Pool[T]) startDial(req *connReq[T]) {
 // acquirer's: a connect outlives an acquirer that gave up (pgx #1259).
 func (p *Pool[T]) dial(req *connReq[T]) {
 	defer p.goExit()
-	var v T
-	var err error
 	p.counters.connects.Add(1)
 	epoch := p.epoch.Load()
-	select {
-	case p.sem <- struct{}{}:
-		if p.ctx.Err() == nil { // both cases may be ready: Close wins
-			ctx, cancel := context.WithTimeout(p.ctx, p.cfg.ConnectTimeout)
-			v, err = p.mgr.Connect(ctx)
-			cancel()
-		} else {
-			err = ErrClosed
-		}
-		<-p.sem
-	case <-p.ctx.Done():
-		err = ErrClosed
-	}
-	if err != nil && p.ctx.Err() != nil && !errors.Is(err, ErrClosed) {
-		// Close cancelled the connect: say so, keeping the manager's error.
-		err = fmt.Errorf("%w: %w", ErrClosed, err)
-	}
+	v, err := p.connect()
 	var e *entry[T]
 	if err != nil {
 		p.counters.connectErrs.Add(1)
 		p.noteFailure()
+		p.connectFailed() // the slot first: the next waiter may connect at once
 	} else {
 		p.failures.Store(0)
 		e = p.newEntry(v, epoch)
-	}
-	p.connecting.Add(-1)
-	if err != nil {
-		// Free the slot first: the next waiter may connect at once.
-		p.freeSlot()
 	}
 	if req != nil && req.state.CompareAndSwap(0, reqDelivered) {
 		req.ch <- connResult[T]{e, err}
 		return
 	}
 	if e != nil {
+		// Nobody asked, or the acquirer gave up: the object serves the next
+		// waiter or goes idle, unless it is already stale (a Reset during
+		// the connect, or a lifetime shorter than it).
+		if r := p.expired(e); r != 0 {
+			p.discard(e, r)
+			return
+		}
 		p.giveBack(e)
 	}
 }
 
+// connect runs Manager.Connect when the MaxConnecting semaphore lets it. A
+// connect cut short by Close returns an error matching ErrClosed and nothing
+// else (the manager's error is kept in the message); one that ran past
+// ConnectTimeout, an error matching ErrTimeout and
+// context.DeadlineExceeded as well as the manager's error.
+func (p *Pool[T]) connect() (v T, err error) {
+	select {
+	case p.sem <- struct{}{}:
+		defer func() { <-p.sem }()
+	case <-p.ctx.Done():
+		return v, ErrClosed
+	}
+	if p.ctx.Err() != nil { // both cases may be ready: Close wins
+		return v, ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.ConnectTimeout)
+	defer cancel()
+	v, err = p.mgr.Connect(ctx)
+	switch {
+	case err == nil:
+	case p.ctx.Err() != nil:
+		err = fmt.Errorf("%w (connect cut short: %v)", ErrClosed, err)
+	case ctx.Err() == context.DeadlineExceeded:
+		err = &connectTimeoutError{d: p.cfg.ConnectTimeout, err: err}
+	}
+	return v, err
+}
+
+// connectTimeoutError is a connect that ran past Config.ConnectTimeout.
+type connectTimeoutError struct {
+	d   time.Duration
+	err error // the manager's
+}
+
+func (e *connectTimeoutError) Error() string {
+	return fmt.Sprintf("timed out after ConnectTimeout %v: %v", e.d, e.err)
+}
+
+func (e *connectTimeoutError) Unwrap() []error {
+	return []error{ErrTimeout, context.DeadlineExceeded, e.err}
+}
+
 // connectFor connects in a slot the caller reserved and waits for the result
 // under ctx and the AcquireTimeout timer t. If the caller gives up first, the
-// connect goes on and its object serves the next waiter or goes idle.
-func (p *Pool[T]) connectFor(ctx context.Context, t *acqTimer) (Lease[T], error) {
+// connect goes on and its object serves the next waiter or goes idle; if it
+// gives up as the result arrives (or its context has ended by then), the
+// object is handed on all the same and the caller gets its error. A fresh object that fails its checks (it
+// expired during the connect: a Reset, or a short lifetime) is returned as
+// bad, with the reason to close it, for the caller to retry with.
+func (p *Pool[T]) connectFor(ctx context.Context, t *acqTimer) (l Lease[T], bad *entry[T], reason int, err error) {
 	req := &connReq[T]{ch: make(chan connResult[T], 1)}
 	p.startDial(req)
 	var r connResult[T]
-	var err error
 	select {
 	case r = <-req.ch:
 	case <-ctx.Done():
 		err = ctxError(ctx)
-	case <-t.c(p.cfg.AcquireTimeout):
+	case <-p.timerC(t):
 		err = errAcquireTimeout
 	}
 	if err != nil {
 		if req.state.CompareAndSwap(0, reqAbandoned) {
 			p.countErr(err)
-			return Lease[T]{}, err
+			return l, nil, 0, err
 		}
-		r = <-req.ch // delivered at that very instant: take it
+		r = <-req.ch // delivered at that very instant: pass it on
+	} else if ctx.Err() != nil {
+		err = ctxError(ctx)
+	}
+	if err != nil {
+		if r.e != nil {
+			p.giveBack(r.e)
+		}
+		p.countErr(err)
+		return l, nil, 0, err
 	}
 	if r.err != nil {
-		return Lease[T]{}, fmt.Errorf("pool: connect: %w", r.err)
+		if errors.Is(r.err, ErrTimeout) {
+			p.counters.timeouts.Add(1)
+		}
+		return l, nil, 0, fmt.Errorf("pool: connect: %w", r.err)
 	}
 	e := r.e
-	if p.usable(ctx, e) != 0 {
-		// Expired before it was handed out (a lifetime shorter than the
-		// connect, or a Reset): start over.
-		return p.acquireSlow(ctx, true)
+	if reason := p.check(ctx, e); reason != 0 {
+		return l, e, reason, nil
 	}
 	p.counters.acqOther.Add(1)
-	return Lease[T]{e, e.state.Load()}, nil
+	return Lease[T]{e, e.state.Load()}, nil, 0, nil
 }
 
 // noteFailure records a failed connect and pushes back background connects.
@@ -141,52 +180,14 @@ func (p *Pool[T]) backingOff() bool {
 	return p.failures.Load() > 0 && int64(p.now()) < p.retryAt.Load()
 }
 
-// enqueueClose hands v, to be closed for reason r, to the closer goroutines
-// (at most closers of them, started on demand): Manager.Close never runs on
-// the caller's goroutine.
-//
-// v keeps its slot (it counts in live, and in closing) until its
-// Manager.Close has returned; only then is it counted as closed, so that
-// created == closed + detached + live holds whenever nothing is in flight.
-func (p *Pool[T]) enqueueClose(v T, r int) {
-	p.closing.Add(1)
-	p.cmu.Lock()
-	p.closeq = append(p.closeq, closeReq[T]{v, r})
-	start := p.nclosers < closers
-	if start {
-		p.nclosers++
-		p.goroutines.Add(1)
-	}
-	p.cmu.Unlock()
-	if start {
-		go p.closer()
-	}
-}
-
-type closeReq[T any] struct {
-	v      T
-	reason int
-}
-
-func (p *Pool[T]) closer() {
+// closeOne runs Manager.Close on v, closed for reason r, on a goroutine of
+// its own, and then frees its slot: until Close returns, v counts in live
+// and in closing, so that created == closed + detached + live holds whenever
+// nothing is in flight.
+func (p *Pool[T]) closeOne(v T, r int) {
 	defer p.goExit()
-	for {
-		p.cmu.Lock()
-		if len(p.closeq) == 0 {
-			p.closeq = nil
-			p.nclosers--
-			p.cmu.Unlock()
-			return
-		}
-		c := p.closeq[0]
-		p.closeq[0] = closeReq[T]{}
-		p.closeq = p.closeq[1:]
-		p.cmu.Unlock()
-		_ = p.mgr.Close(c.v)
-		p.counters.closed[c.reason].Add(1)
-		p.closing.Add(-1)
-		p.freeSlot()
-	}
+	_ = p.mgr.Close(v)
+	p.closed(r)
 }
 
 // goExit ends a goroutine the pool started.

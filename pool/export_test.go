@@ -17,9 +17,8 @@ func (p *Pool[T]) ExchangeCap() int { return p.xch.Load().x.Cap() }
 // Poke asks the maintainer for an early pass (a reap), asynchronously.
 func (p *Pool[T]) Poke() { p.poke() }
 
-// Reap runs a reaping pass on the caller's goroutine, with the given recent
-// peak of use.
-func (p *Pool[T]) Reap(peak int) { p.reap(peak) }
+// Reap runs a reaping pass on the caller's goroutine.
+func (p *Pool[T]) Reap() { p.reap() }
 
 // TickFor exposes the clock tick chosen for a Config.
 var TickFor = tickFor

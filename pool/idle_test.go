@@ -44,7 +44,7 @@ func TestStaleHintIsDropped(t *testing.T) {
 	a.Release()       // a fresh hint
 	// The reaper claims the object and gives it back: the fresh hint and
 	// the one the give-back leaves point at the same idle object.
-	p.Reap(-1)
+	p.Reap()
 	b := acquire(t, p)
 	require.True(t, b.Value().inUse.CompareAndSwap(false, true))
 	c, err := p.TryAcquire(t.Context()) // the other hint is stale: no second holder
@@ -102,11 +102,11 @@ func TestShrinkClosesOnlyTheSurplus(t *testing.T) {
 					l.Release()
 				}
 			} else {
-				p.Reap(-1)
-				p.Reap(-1)
+				p.Reap()
+				p.Reap()
 			}
 			require.Eventually(t, func() bool { return p.Stats().Closing == 5 }, 5*time.Second, time.Millisecond)
-			p.Reap(-1) // the maintainer may reap too: still nothing more
+			p.Reap() // the maintainer may reap too: still nothing more
 			st := p.Stats()
 			require.Equal(t, 5, st.Closing)
 			require.Equal(t, 5, st.Idle)

@@ -1,10 +1,6 @@
 package pool
 
-import (
-	"cmp"
-	"slices"
-	"time"
-)
+import "time"
 
 // reapEvery is the number of clock ticks between two reaping passes.
 const reapEvery = 4
@@ -30,58 +26,16 @@ func tickFor(c Config) time.Duration {
 	return min(max(d/8, time.Millisecond), clockResolution)
 }
 
-// peakTracker keeps the recent peak of objects in use (leased, connecting,
-// or wanted by waiters) over two half-windows of MaxIdleTime. It is fed a
-// sample every tick and the peakHint connects leave between ticks. Owned by
-// the maintainer goroutine.
-type peakTracker struct {
-	cur, prev int
-	started   time.Duration // start of the current half-window
-	since     time.Duration // first sample: history is complete a window later
-	sampled   bool
-}
-
-func (t *peakTracker) sample(now time.Duration, inUse int, window time.Duration) {
-	if !t.sampled {
-		t.sampled, t.since, t.started = true, now, now
-	}
-	if now-t.started >= window/2 {
-		t.prev, t.cur, t.started = t.cur, 0, now
-	}
-	t.cur = max(t.cur, inUse)
-}
-
-// peak returns the peak over the last window, or -1 while the tracker has not
-// yet watched the pool for a whole window: the surplus is what stayed unused
-// for MaxIdleTime, which cannot be known sooner.
-func (t *peakTracker) peak(now, window time.Duration) int {
-	if !t.sampled || now-t.since < window {
-		return -1
-	}
-	return max(t.cur, t.prev)
-}
-
-// notePeak records that live objects reached n (called when a connect
-// succeeds: the pool only grows through connects), for the maintainer's
-// next sample.
-func (p *Pool[T]) notePeak(n int64) {
-	for {
-		h := p.peakHint.Load()
-		if n <= h || p.peakHint.CompareAndSwap(h, n) {
-			return
-		}
-	}
-}
-
 // maintain is the pool's one maintainer goroutine: it advances the coarse
-// clock every tick, keeps MinIdle warm, and every reapEvery ticks (or when
-// poked by Reset or SetMaxSize) closes expired and surplus idle objects
-// wherever they sit. It exits when Close cancels the pool's context.
+// clock every tick, keeps MinIdle warm, and reaps idle objects (see reap):
+// every reapEvery ticks when MaxIdleTime or MaxLifetime is set, when poked
+// (Reset, SetMaxSize), and at any tick that finds an idle object made before
+// the last Reset or a surplus left by a shrink. It exits when Close cancels
+// the pool's context.
 func (p *Pool[T]) maintain() {
 	defer p.goExit()
 	tk := time.NewTicker(p.tick)
 	defer tk.Stop()
-	var peak peakTracker
 	timed := p.cfg.MaxIdleTime > 0 || p.cfg.MaxLifetime > 0
 	p.warm()
 	for ticks := 1; ; ticks++ {
@@ -93,63 +47,62 @@ func (p *Pool[T]) maintain() {
 		case <-p.kick:
 			poked = true
 		}
-		now := time.Duration(p.publishClock().ns)
-		if p.maxIdle > 0 {
-			inUse := int(p.kept()) - p.idleLen() + int(p.state.Load()&waiterMask)
-			inUse = max(inUse, int(p.peakHint.Swap(0)))
-			peak.sample(now, inUse, p.cfg.MaxIdleTime)
-		}
-		if poked || (timed && ticks%reapEvery == 0) {
-			p.reap(peak.peak(now, p.cfg.MaxIdleTime))
+		p.publishClock()
+		if poked || (timed && ticks%reapEvery == 0) || p.needsReap() {
+			p.reap()
 		}
 		p.warm()
 	}
 }
 
-// reap claims every idle object, closes those past their lifetime or idle
-// time or made before a Reset, closes the surplus (above MaxSize after a
-// shrink; above the peak of use over the last MaxIdleTime plus MinIdle when
-// MaxIdleTime is set and the pool has been watched that long — peak < 0
-// means not yet — least recently used first) and gives the rest back. No
-// lock is held while the Manager runs.
-func (p *Pool[T]) reap(peak int) {
-	var idle []*entry[T]
-	p.claimIdle(func(e *entry[T]) { idle = append(idle, e) })
+// needsReap reports whether a pass has work that cannot wait for the timed
+// one: an idle object made before the last Reset (its connect straddled the
+// Reset, or it was released as the Reset's own pass ran), or objects above
+// MaxSize after a shrink. It reads every registered entry's epoch, which
+// never changes after registration: O(live) loads per tick.
+func (p *Pool[T]) needsReap() bool {
+	if s := p.state.Load(); s&shrinkingBit != 0 && p.kept() > p.maxSize.Load() {
+		return true
+	}
+	epoch := p.epoch.Load()
+	stale := false
+	p.reg.each(func(e *entry[T]) {
+		if e.epoch != epoch && e.state.Load()&1 == 0 {
+			stale = true
+		}
+	})
+	return stale
+}
 
-	kept := idle[:0]
-	for _, e := range idle {
-		if r := p.expired(e, true); r != 0 {
-			p.discard(e, r)
-		} else {
-			kept = append(kept, e)
+// reap visits every idle object, claiming one at a time (so that acquirers
+// find the others meanwhile), and closes it if it is expired (a Reset,
+// lifetime, uses), surplus after a shrink (exactly the surplus: see
+// claimSurplus), or idle longer than MaxIdleTime while more than MinIdle
+// objects are idle; else it gives it back. An object is closed for idleness
+// only by its own idle time, whatever order the exchange hands objects out
+// in, and never below MinIdle: an unused pool keeps MinIdle objects until
+// their lifetimes end. No lock is held while the Manager runs.
+func (p *Pool[T]) reap() {
+	idle := p.idleLen() // counts down as idle objects close
+	now := p.clock.Load().ns
+	p.claimIdle(func(e *entry[T]) {
+		r := p.expired(e)
+		switch {
+		case r != 0:
+		case p.state.Load()&shrinkingBit != 0 && p.claimSurplus():
+			idle--
+			p.closeClaimed(e, reasonShrink)
+			return
+		case p.maxIdle > 0 && now-e.lastUsed >= p.maxIdle && idle > p.cfg.MinIdle:
+			r = reasonIdle
 		}
-	}
-	clear(idle[len(kept):])
-	// What the pool keeps, read after the expired ones above were queued
-	// for closing: objects already on their way out are no surplus.
-	live := int(p.kept())
-	over := live - int(p.maxSize.Load())
-	surplus := max(over, 0)
-	if p.maxIdle > 0 && peak >= 0 {
-		surplus = max(surplus, live-(peak+p.cfg.MinIdle))
-	}
-	if surplus > 0 {
-		slices.SortFunc(kept, func(a, b *entry[T]) int {
-			return cmp.Compare(a.lastUsed, b.lastUsed)
-		})
-		n := min(surplus, len(kept))
-		for i, e := range kept[:n] {
-			r := reasonIdle
-			if i < over {
-				r = reasonShrink
-			}
+		if r != 0 {
+			idle--
 			p.discard(e, r)
+			return
 		}
-		kept = kept[n:]
-	}
-	for _, e := range kept {
 		p.giveBack(e)
-	}
+	})
 }
 
 // warm starts background connects while fewer than MinIdle objects are idle

@@ -17,9 +17,9 @@ import (
 // ReleaseChecker may be implemented by a Manager to check an object when it
 // is released: an error closes the object instead of pooling it (for example,
 // a connection released in the middle of a transaction). CheckRelease runs on
-// the releasing goroutine, under no lock of the pool's. Like
-// Manager.Recycle, it must not panic: the object of a panicking CheckRelease
-// keeps its slot for good.
+// the releasing goroutine, under no lock of the pool's. If it panics, the
+// object is closed and its slot freed, and the panic goes on to the caller of
+// Release.
 type ReleaseChecker[T any] interface {
 	CheckRelease(obj T) error
 }
@@ -31,8 +31,10 @@ const (
 	waiterMask   = shrinkingBit - 1
 )
 
-// closers bounds the goroutines that run Manager.Close.
-const closers = 4
+// maxExchangeCap bounds the exchange's capacity: it holds hints, and an idle
+// object without one is found by a registry scan, so a pool of any MaxSize
+// costs New the same.
+const maxExchangeCap = 1 << 10
 
 // Pool is a typed pool of costly objects made, checked and destroyed by a
 // Manager. All methods are safe for concurrent use. A Release synchronizes
@@ -74,12 +76,18 @@ type Pool[T any] struct {
 	xch atomic.Pointer[xbox[T]]
 	_   cacheline.Pad
 	// live counts idle + leased + connecting objects, and those queued for
-	// or in Manager.Close (they keep their slots until it returns); a slot
-	// is reserved by CAS in reserve before a connect, so live ≤ maxSize
+	// or in Manager.Close (they keep their slots until it returns). It and
+	// maxSize change only under smu (see slots.go), so live ≤ maxSize
 	// outside a shrink.
 	live    atomic.Int64
 	maxSize atomic.Int64
 	_       cacheline.Pad
+
+	// smu guards every change to the slot counters: live, maxSize,
+	// connecting, closing, and counters.created, closed and detached (see
+	// slots.go). Held for a few counter updates only; it may be taken under
+	// mu, never the other way round.
+	smu sync.Mutex
 
 	// mu guards the waiter queue (and its count in state), the clearing of
 	// shrinkingBit and xch swaps. Never held while calling the Manager,
@@ -93,23 +101,15 @@ type Pool[T any] struct {
 	// registered entries whose state is even (see idle.go).
 	reg registry[T]
 
-	// cmu guards closeq and nclosers.
-	cmu      sync.Mutex
-	closeq   []closeReq[T]
-	nclosers int
-
 	// goroutines counts the goroutines this pool started that have not
 	// exited (maintainer, dialers, closers).
 	goroutines atomic.Int64
-	// connecting counts Manager.Connect calls started and not finished.
+	// connecting counts slots reserved for a connect whose Manager.Connect
+	// has not returned (under smu).
 	connecting atomic.Int64
-	// closing counts objects queued for, or in, Manager.Close: they still
-	// hold their slots (see discard).
+	// closing counts objects on their way to, or in, Manager.Close: they
+	// still hold their slots (under smu; see discard).
 	closing atomic.Int64
-	// peakHint is the largest live count seen by a connect since the
-	// maintainer last looked (see notePeak): the ticks alone can miss the
-	// short leases that made the pool grow.
-	peakHint atomic.Int64
 
 	// Connect backoff, shared by the maintainer and TryAcquire's background
 	// connects: after failures consecutive failures, no background connect
@@ -198,7 +198,7 @@ func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 		doneCh:  make(chan struct{}),
 	}
 	p.relCheck, _ = m.(ReleaseChecker[T])
-	p.reg.init(cfg.MaxSize)
+	p.reg.init(min(cfg.MaxSize, 64))
 	p.clock.Store(&tick{at: p.start})
 	p.ctx, p.cancel = context.WithCancelCause(context.Background())
 	p.maxSize.Store(int64(cfg.MaxSize))
@@ -211,10 +211,14 @@ func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 // newExchange returns an exchange for a pool of maxSize objects. It holds one
 // more than maxSize, so that even with every object parked one slot is free:
 // a Ring then never reports full, not even transiently while a consumer is
-// between claiming a slot and freeing it (see decision 0001).
+// between claiming a slot and freeing it (see decision 0001) — up to
+// maxExchangeCap: beyond that a Park may fail, and the object, idle without
+// a hint, is found by a registry scan.
 func newExchange[T any](k ExchangeKind, maxSize int) exchange.Exchange[*entry[T]] {
-	return exchange.New[*entry[T]](k, maxSize+1)
+	return exchange.New[*entry[T]](k, exchangeCap(maxSize))
 }
+
+func exchangeCap(maxSize int) int { return min(maxSize, maxExchangeCap-1) + 1 }
 
 // Lease is the right to use one object until Release, Destroy or Detach. It
 // is a small value (the object's record and a generation) and may be copied;
@@ -278,8 +282,7 @@ func (l Lease[T]) Detach() T {
 	p := e.p
 	v := e.value
 	p.forget(e)
-	p.counters.detached.Add(1)
-	p.freeSlot()
+	p.detached()
 	return v
 }
 
@@ -290,13 +293,24 @@ func (l Lease[T]) Detach() T {
 // order. Every object handed out passes the expiry checks and, if used
 // before, Manager.Recycle under ctx.
 //
-// ctx is consulted only when Acquire connects or waits: an idle object is
-// handed out without looking at it (except through Recycle). A wait or
-// connect ended by a deadline (ctx's or Config.AcquireTimeout) returns an
-// error matching ErrTimeout and context.DeadlineExceeded; a cancellation,
-// context.Canceled; both keep context.Cause. A connect error is returned
-// wrapped. After Close, Acquire returns ErrClosed.
+// An Acquire whose ctx has already ended returns its error at once and hands
+// out nothing; so does one whose ctx ends while it waits or connects, even
+// if an object arrives at that same moment (the object goes to the next
+// waiter or back to the pool). A Recycle that fails while ctx has ended is
+// taken as the caller's cancellation, not the object's fault: the object
+// stays in the pool. Deadlines (ctx's, or Config.AcquireTimeout, which bounds
+// the whole Acquire across every retry) end it with an error matching
+// ErrTimeout and context.DeadlineExceeded; a cancellation, context.Canceled;
+// both keep context.Cause. A connect error is returned wrapped (a connect
+// that ran past Config.ConnectTimeout matches ErrTimeout). After Close,
+// Acquire returns ErrClosed, and only that. A nil ctx panics.
 func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
+	if ctx == nil {
+		panic("pool: Acquire: nil Context")
+	}
+	if ctx.Err() != nil {
+		return Lease[T]{}, p.ctxFail(ctx)
+	}
 	if p.state.Load()&(closedBit|waiterMask) == 0 {
 		if e, ok := p.local.Pop(); ok {
 			if gen, ok := claim(e); ok {
@@ -305,8 +319,12 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 				if r == 0 {
 					return Lease[T]{e, gen}, nil
 				}
-				p.discard(e, r)
 				p.counters.localMiss.Add(1)
+				if r == checkCanceled {
+					p.giveBack(e)
+					return Lease[T]{}, p.ctxFail(ctx)
+				}
+				p.discard(e, r)
 			} else {
 				p.counters.stale.Add(1)
 			}
@@ -319,12 +337,22 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 // is one and nobody is waiting, else ErrExhausted at once, after starting a
 // background connect if the pool is below MaxSize (and connects are not
 // backing off after failures), so that a retry soon succeeds. After Close it
-// returns ErrClosed.
+// returns ErrClosed; on an ended ctx, ctx's error. A nil ctx panics.
 func (p *Pool[T]) TryAcquire(ctx context.Context) (Lease[T], error) {
+	if ctx == nil {
+		panic("pool: TryAcquire: nil Context")
+	}
+	if ctx.Err() != nil {
+		return Lease[T]{}, p.ctxFail(ctx)
+	}
 	return p.acquireSlow(ctx, false)
 }
 
 func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) {
+	var t acqTimer
+	if wait && p.cfg.AcquireTimeout > 0 {
+		t.begin = p.now()
+	}
 	s := p.state.Load()
 	if s&closedBit != 0 {
 		return Lease[T]{}, ErrClosed
@@ -335,7 +363,8 @@ func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) 
 			if e == nil {
 				break
 			}
-			if p.usable(ctx, e) == 0 {
+			r := p.check(ctx, e)
+			if r == 0 {
 				if src != srcLocal {
 					p.counters.acqOther.Add(1)
 				}
@@ -344,6 +373,11 @@ func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) 
 			if src == srcLocal {
 				p.counters.localMiss.Add(1)
 			}
+			if r == checkCanceled {
+				p.giveBack(e)
+				return Lease[T]{}, p.ctxFail(ctx)
+			}
+			p.discard(e, r)
 		}
 		if !wait {
 			if !p.backingOff() && p.reserve() {
@@ -352,14 +386,12 @@ func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) 
 			return Lease[T]{}, ErrExhausted
 		}
 		if p.reserve() {
-			var t acqTimer
-			defer t.stop()
-			return p.connectFor(ctx, &t)
+			return p.block(ctx, &t, true)
 		}
 	} else if !wait {
 		return Lease[T]{}, ErrExhausted
 	}
-	return p.wait(ctx)
+	return p.block(ctx, &t, false)
 }
 
 // Reasons an object is closed.
@@ -376,20 +408,23 @@ const (
 	nReasons
 )
 
-// expired runs the expiry checks (Reset epoch, lifetime, idle time, uses) on
-// an object its caller owns, against the coarse clock. It returns 0 or the
-// reason to close it.
-func (p *Pool[T]) expired(e *entry[T], idle bool) int {
+// checkCanceled is what check returns when Recycle failed while the caller's
+// context had ended: the object is not at fault and goes back to the pool.
+const checkCanceled = -1
+
+// expired runs the expiry checks (Reset epoch, lifetime, uses) on an object
+// its caller owns, against the coarse clock. It returns 0 or the reason to
+// close it. Idle time is not among them: only the maintainer closes an
+// object for idleness (see reap), so that an object in hand is used rather
+// than closed and replaced.
+func (p *Pool[T]) expired(e *entry[T]) int {
 	if e.epoch != p.epoch.Load() {
 		return reasonReset
 	}
 	if p.expiry {
-		now := p.clock.Load().ns
 		switch {
-		case e.deadline != 0 && now >= e.deadline:
+		case e.deadline != 0 && p.clock.Load().ns >= e.deadline:
 			return reasonLifetime
-		case idle && p.maxIdle != 0 && now-e.lastUsed >= p.maxIdle:
-			return reasonIdle
 		case p.maxUses != 0 && e.m.Uses >= p.maxUses:
 			return reasonUses
 		}
@@ -397,30 +432,58 @@ func (p *Pool[T]) expired(e *entry[T], idle bool) int {
 	return 0
 }
 
-// usable decides whether an object its caller took may be handed out: the
+// check decides whether an object its caller took may be handed out: the
 // expiry checks, then Recycle if it was used before. On success it counts
-// the use and returns 0; otherwise it closes the object (freeing its slot)
-// and returns the reason.
-func (p *Pool[T]) usable(ctx context.Context, e *entry[T]) int {
-	r := p.check(ctx, e)
-	if r != 0 {
-		p.discard(e, r)
-	}
-	return r
-}
-
-// check is usable without the discard.
+// the use and returns 0; otherwise it returns checkCanceled (Recycle failed
+// and ctx has ended: the caller keeps the object and gives it back) or the
+// reason to close the object (the caller closes it).
 func (p *Pool[T]) check(ctx context.Context, e *entry[T]) int {
-	if r := p.expired(e, true); r != 0 {
+	if r := p.expired(e); r != 0 {
 		return r
 	}
 	if e.m.Uses != 0 {
-		if p.mgr.Recycle(ctx, e.value, e.m) != nil {
+		if p.recycle(ctx, e) != nil {
+			if ctx.Err() != nil {
+				return checkCanceled
+			}
 			return reasonRecycle
 		}
 	}
 	e.m.Uses++
 	return 0
+}
+
+// recycle runs Manager.Recycle on e, which the caller holds. Should Recycle
+// panic (or call runtime.Goexit), the deferred call closes the object and
+// frees its slot before the panic goes on to the caller: a panicking manager
+// costs one object, not a slot for good. The defer is open-coded (a flag on
+// the stack, tested at return): see decision 0006 for its cost.
+func (p *Pool[T]) recycle(ctx context.Context, e *entry[T]) error {
+	done := false
+	defer p.closeIfPanicked(e, &done, reasonRecycle)
+	err := p.mgr.Recycle(ctx, e.value, e.m)
+	done = true
+	return err
+}
+
+// closeIfPanicked closes e for reason r unless *done: deferred around a
+// Manager call on an object the caller holds, it runs with *done false only
+// when that call panicked.
+func (p *Pool[T]) closeIfPanicked(e *entry[T], done *bool, r int) {
+	if !*done {
+		p.discard(e, r)
+	}
+}
+
+// releaseRefused runs the manager's ReleaseChecker on e, which the caller
+// holds, and reports whether it refused the object. A panicking CheckRelease
+// closes the object and frees its slot before the panic goes on.
+func (p *Pool[T]) releaseRefused(e *entry[T]) bool {
+	done := false
+	defer p.closeIfPanicked(e, &done, reasonReleaseCheck)
+	err := p.relCheck.CheckRelease(e.value)
+	done = true
+	return err != nil
 }
 
 // put is Release of the lease gen on e, which the caller checked is current:
@@ -443,7 +506,7 @@ func (p *Pool[T]) put(e *entry[T], gen uint64) {
 		p.putHeld(e)
 		return
 	}
-	if r := p.expired(e, false); r != 0 {
+	if r := p.expired(e); r != 0 {
 		p.endLease(e, gen)
 		p.discard(e, r)
 		return
@@ -471,65 +534,34 @@ func (p *Pool[T]) endLease(e *entry[T], gen uint64) {
 
 // putHeld is put after the lease has ended, on an object the caller holds:
 // the manager's release check, the time stamp, the expiry checks, then
-// putSlow.
+// giveBack.
 func (p *Pool[T]) putHeld(e *entry[T]) {
-	if p.relCheck != nil && p.relCheck.CheckRelease(e.value) != nil {
+	if p.relCheck != nil && p.releaseRefused(e) {
 		p.discard(e, reasonReleaseCheck)
 		return
 	}
 	if tk := p.clock.Load(); e.lastUsed != tk.ns {
 		e.lastUsed, e.m.LastUsed = tk.ns, tk.at
 	}
-	if r := p.expired(e, false); r != 0 {
+	if r := p.expired(e); r != 0 {
 		p.discard(e, r)
-		return
-	}
-	p.putSlow(e)
-}
-
-// putSlow returns a held object that passed its release checks: closed, or
-// over MaxSize after a shrink, it is closed; else giveBack.
-func (p *Pool[T]) putSlow(e *entry[T]) {
-	s := p.state.Load()
-	if s&closedBit != 0 {
-		p.discard(e, reasonClosed)
-		return
-	}
-	if s&shrinkingBit != 0 && p.overSize() {
-		p.discard(e, reasonShrink)
 		return
 	}
 	p.giveBack(e)
 }
 
-// overSize reports whether the objects the pool keeps exceed maxSize,
-// clearing shrinkingBit once they do not.
-func (p *Pool[T]) overSize() bool {
-	if p.kept() > p.maxSize.Load() {
-		return true
-	}
-	p.mu.Lock()
-	if p.kept() <= p.maxSize.Load() {
-		p.state.And(^shrinkingBit)
-	}
-	p.mu.Unlock()
-	return false
-}
-
-// kept is the number of live objects not on their way out: live minus those
-// queued for, or in, Manager.Close (which keep their slots until it returns,
-// but are no surplus to close again). Two loads, so approximate while closes
-// finish.
-func (p *Pool[T]) kept() int64 {
-	return p.live.Load() - p.closing.Load()
-}
-
-// giveBack returns an object that passed its release checks (or a fresh or
-// rescued one) to the oldest waiter, else to the idle set.
+// giveBack returns an object the caller holds and that passed its checks (a
+// released, fresh, rescued or reaped one): closed if the pool is closed or
+// the object is surplus after a shrink, else to the oldest waiter, else to
+// the idle set.
 func (p *Pool[T]) giveBack(e *entry[T]) {
 	s := p.state.Load()
 	if s&closedBit != 0 {
 		p.discard(e, reasonClosed)
+		return
+	}
+	if s&shrinkingBit != 0 && p.claimSurplus() {
+		p.closeClaimed(e, reasonShrink)
 		return
 	}
 	if s&waiterMask != 0 && p.handoff(hand[T]{e: e}) {
@@ -542,7 +574,9 @@ func (p *Pool[T]) giveBack(e *entry[T]) {
 }
 
 // afterPublish runs after an object was published while state was non-zero:
-// hand idle objects to waiters; close what a concurrent Close missed.
+// hand idle objects to waiters; close what a concurrent Close missed; and
+// after a shrink that raced with the publish (the maintainer's pass may have
+// looked before the object was idle), ask the maintainer for another pass.
 func (p *Pool[T]) afterPublish() {
 	s := p.state.Load()
 	if s&closedBit != 0 {
@@ -552,54 +586,31 @@ func (p *Pool[T]) afterPublish() {
 	if s&waiterMask != 0 {
 		p.dispatch()
 	}
-}
-
-// reserve takes a slot under maxSize for a connect. It refuses once the pool
-// is closed: it raises live, then looks at the closed bit, while Close sets
-// the bit, then looks at live (checkDone); both are sequentially consistent,
-// so either reserve sees the bit and gives the slot back, or Close sees the
-// slot and waits for it. No connect starts after Close has returned.
-func (p *Pool[T]) reserve() bool {
-	for {
-		n := p.live.Load()
-		if n >= p.maxSize.Load() || p.state.Load()&closedBit != 0 {
-			return false
-		}
-		if p.live.CompareAndSwap(n, n+1) {
-			break
-		}
-	}
-	if p.state.Load()&closedBit != 0 {
-		p.freeSlot()
-		return false
-	}
-	return true
-}
-
-// freeSlot gives up a slot (an object closed or detached, a failed connect)
-// and offers the room to the oldest waiter as a connect on its behalf.
-func (p *Pool[T]) freeSlot() {
-	p.live.Add(-1)
-	s := p.state.Load()
-	if s&closedBit != 0 {
-		p.checkDone()
-		return
-	}
-	if s&waiterMask != 0 {
-		p.dispatch()
+	if s&shrinkingBit != 0 && p.kept() > p.maxSize.Load() {
+		p.poke()
 	}
 }
 
 // discard closes an object the caller holds, for reason r, and frees its
 // slot once it is closed.
 //
-// The slot stays taken until Manager.Close has returned (the closer frees
-// it), so that the server never sees more than MaxSize connections: a waiter
-// does not dial a replacement while the old connection is still open.
+// The slot stays taken until Manager.Close has returned, so that the server
+// never sees more than MaxSize connections: a waiter does not dial a
+// replacement while the old connection is still open.
 func (p *Pool[T]) discard(e *entry[T], r int) {
+	p.closeStarted()
+	p.closeClaimed(e, r)
+}
+
+// closeClaimed is discard for an object already counted as closing (see
+// claimSurplus). Each object is closed on a goroutine of its own: after a
+// mass failure every close runs at once (at most one per slot), so the pool
+// is back to strength one Manager.Close later, not one per closer.
+func (p *Pool[T]) closeClaimed(e *entry[T], r int) {
 	v := e.value
 	p.forget(e)
-	p.enqueueClose(v, r)
+	p.goroutines.Add(1)
+	go p.closeOne(v, r)
 }
 
 // forget removes an entry the caller holds (and will never give back) from
@@ -619,11 +630,10 @@ func (p *Pool[T]) newEntry(v T, epoch uint64) *entry[T] {
 	d := p.now()
 	now := int64(d)
 	at := p.start.Add(d)
-	id := p.counters.created.Add(1)
+	id := p.connected()
 	e := &entry[T]{p: p, value: v, created: now, lastUsed: now, epoch: epoch,
 		m: manager.Metrics{Created: at, LastUsed: at, ID: id}}
 	e.state.Store(1) // held by its creator
-	p.notePeak(p.live.Load())
 	if lt := p.cfg.MaxLifetime; lt > 0 {
 		if j := p.cfg.LifetimeJitter; j > 0 {
 			lt -= time.Duration(rand.Int64N(int64(j)))
@@ -636,18 +646,21 @@ func (p *Pool[T]) newEntry(v T, epoch uint64) *entry[T] {
 
 // SetMaxSize changes MaxSize (n ≥ 1; it panics otherwise). Growing lets
 // waiters connect at once (and grows the exchange so that it still holds
-// MaxSize objects); shrinking closes the surplus as it is released or found
-// idle, and nothing new is made until live fits.
+// MaxSize objects); shrinking closes exactly the surplus — idle objects at
+// the maintainer's next pass, which it triggers, the others as they are
+// released — and nothing new is made until live fits.
 func (p *Pool[T]) SetMaxSize(n int) {
 	if n < 1 {
 		panic("pool: SetMaxSize: n must be >= 1")
 	}
 	p.mu.Lock()
+	p.smu.Lock() // a reserve sees the old maximum or the new one, whole
 	old := p.maxSize.Swap(int64(n))
+	p.smu.Unlock()
 	if int64(n) < old {
 		p.state.Or(shrinkingBit)
 	}
-	if b := p.xch.Load(); p.cfg.Exchange != ExchangeNone && b.x.Cap() < n+1 {
+	if b := p.xch.Load(); p.cfg.Exchange != ExchangeNone && b.x.Cap() < exchangeCap(n) {
 		// The old exchange holds hints only: dropping them loses nothing
 		// (the objects stay idle in the registry).
 		p.xch.Store(&xbox[T]{newExchange[T](p.cfg.Exchange, n)})
@@ -660,8 +673,10 @@ func (p *Pool[T]) SetMaxSize(n int) {
 	}
 }
 
-// Reset makes every object created before it be closed at its next touch:
-// acquire, release, or the maintainer's next pass (which it triggers).
+// Reset makes every object created before it — including those whose connect
+// is in flight — be closed: at its next acquire or release, and idle ones by
+// the maintainer, at once (Reset triggers a pass) and at every tick while an
+// object older than the Reset is idle.
 func (p *Pool[T]) Reset() {
 	p.epoch.Add(1)
 	p.poke()

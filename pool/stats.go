@@ -21,15 +21,18 @@ type counters struct {
 	closed                     [nReasons]atomic.Uint64
 }
 
-// Stats is a snapshot of a pool's gauges and counters. Gauges are
-// approximate under concurrency (Idle counts the idle objects one by one,
-// without stopping anything); counters are cumulative.
+// Stats is a snapshot of a pool's gauges and counters. The slot counts —
+// Live, Connecting, Closing, Created, Closed (and its reasons) and Detached —
+// are read together, at one instant, so every snapshot satisfies
+// Created − Closed − Detached == Live − Connecting. Idle (and so Leased) is
+// approximate under concurrency: it counts the idle objects one by one,
+// without stopping anything. Counters are cumulative.
 type Stats struct {
 	MaxSize    int
 	Live       int // idle + leased + connecting + closing: exact at the instant it is read
 	Idle       int // approximate
 	Leased     int // Live - Idle - Connecting - Closing, clamped at 0
-	Connecting int
+	Connecting int // slots reserved for a connect whose Manager.Connect has not returned
 	Closing    int // waiting for, or in, Manager.Close: they keep their slots until it returns
 	Waiting    int
 
@@ -44,12 +47,12 @@ type Stats struct {
 	Detached      uint64
 	Waits         uint64 // Acquires that queued
 	WaitTime      time.Duration
-	Timeouts      uint64 // waits or connects ended by a deadline
-	Cancels       uint64 // waits or connects ended by a cancellation
+	Timeouts      uint64 // Acquires ended by a deadline (ctx's, AcquireTimeout, or a connect past ConnectTimeout)
+	Cancels       uint64 // Acquires ended by a cancellation of their context
 
 	Closed             uint64 // objects whose Manager.Close has returned (Closing counts those still queued or in it): the sum of the Closed* reasons below
 	ClosedLifetime     uint64
-	ClosedIdle         uint64 // past MaxIdleTime, or surplus above recent peak use
+	ClosedIdle         uint64 // idle longer than MaxIdleTime
 	ClosedUses         uint64
 	ClosedRecycle      uint64 // Manager.Recycle failed
 	ClosedDestroy      uint64
@@ -64,12 +67,13 @@ type Stats struct {
 func (p *Pool[T]) Stats() Stats {
 	c := &p.counters
 	sh := p.local.Stats()
+	sl := p.readSlots()
 	s := Stats{
 		MaxSize:       int(p.maxSize.Load()),
-		Live:          int(p.live.Load()),
+		Live:          int(sl.live),
 		Idle:          p.idleLen(),
-		Connecting:    int(p.connecting.Load()),
-		Closing:       int(p.closing.Load()),
+		Connecting:    int(sl.connecting),
+		Closing:       int(sl.closing),
 		Waiting:       int(p.state.Load() & waiterMask),
 		LocalHits:     uint64(max(int64(sh.Hits)-int64(c.stale.Load()), 0)),
 		Steals:        c.steals.Load(),
@@ -77,25 +81,23 @@ func (p *Pool[T]) Stats() Stats {
 		HandOffs:      c.handoffs.Load(),
 		Connects:      c.connects.Load(),
 		ConnectErrors: c.connectErrs.Load(),
-		Created:       c.created.Load(),
-		Detached:      c.detached.Load(),
+		Created:       sl.created,
+		Detached:      sl.detached,
 		Waits:         c.waits.Load(),
 		WaitTime:      time.Duration(c.waitNanos.Load()),
 		Timeouts:      c.timeouts.Load(),
 		Cancels:       c.cancels.Load(),
 
-		ClosedLifetime:     c.closed[reasonLifetime].Load(),
-		ClosedIdle:         c.closed[reasonIdle].Load(),
-		ClosedUses:         c.closed[reasonUses].Load(),
-		ClosedRecycle:      c.closed[reasonRecycle].Load(),
-		ClosedDestroy:      c.closed[reasonDestroy].Load(),
-		ClosedReset:        c.closed[reasonReset].Load(),
-		ClosedReleaseCheck: c.closed[reasonReleaseCheck].Load(),
-		ClosedShrink:       c.closed[reasonShrink].Load(),
-		ClosedPool:         c.closed[reasonClosed].Load(),
-	}
-	for i := range c.closed {
-		s.Closed += c.closed[i].Load()
+		Closed:             sl.closedN,
+		ClosedLifetime:     sl.closed[reasonLifetime],
+		ClosedIdle:         sl.closed[reasonIdle],
+		ClosedUses:         sl.closed[reasonUses],
+		ClosedRecycle:      sl.closed[reasonRecycle],
+		ClosedDestroy:      sl.closed[reasonDestroy],
+		ClosedReset:        sl.closed[reasonReset],
+		ClosedReleaseCheck: sl.closed[reasonReleaseCheck],
+		ClosedShrink:       sl.closed[reasonShrink],
+		ClosedPool:         sl.closed[reasonClosed],
 	}
 	s.Leased = max(s.Live-s.Idle-s.Connecting-s.Closing, 0)
 	if a := int64(s.LocalHits+c.acqOther.Load()) - int64(c.localMiss.Load()); a > 0 {

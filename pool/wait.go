@@ -131,7 +131,7 @@ func (p *Pool[T]) dispatch() {
 		}
 		if p.reserve() {
 			if !p.handoff(hand[T]{slot: true}) {
-				p.live.Add(-1)
+				p.unreserve()
 				if p.state.Load()&closedBit != 0 {
 					p.checkDone()
 					return
@@ -143,18 +143,24 @@ func (p *Pool[T]) dispatch() {
 	}
 }
 
-// acqTimer is the Config.AcquireTimeout timer of one Acquire, started when
-// it first blocks.
+// acqTimer is the Config.AcquireTimeout timer of one Acquire. begin is when
+// the Acquire's slow path started; the timer is made when it first blocks,
+// for what is left of AcquireTimeout, and kept across its retries, so that
+// AcquireTimeout bounds the whole Acquire.
 type acqTimer struct {
-	t *time.Timer
+	begin time.Duration // p.now() at the start; set only with AcquireTimeout
+	t     *time.Timer
 }
 
-func (a *acqTimer) c(d time.Duration) <-chan time.Time {
+// timerC returns the channel that fires when a's AcquireTimeout has passed,
+// or nil when there is none.
+func (p *Pool[T]) timerC(a *acqTimer) <-chan time.Time {
+	d := p.cfg.AcquireTimeout
 	if d <= 0 {
 		return nil
 	}
 	if a.t == nil {
-		a.t = time.NewTimer(d)
+		a.t = time.NewTimer(d - (p.now() - a.begin))
 	}
 	return a.t.C
 }
@@ -165,90 +171,133 @@ func (a *acqTimer) stop() {
 	}
 }
 
-// wait queues the caller behind earlier waiters and blocks until it is
-// handed an object or a slot, or its context or AcquireTimeout ends.
+// enqueue queues w — at the back, or at the front for a waiter that keeps
+// the place it had — and counts it in state, unless the pool is closed.
+func (p *Pool[T]) enqueue(w *waiter[T], front bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state.Load()&closedBit != 0 {
+		return false
+	}
+	if front {
+		p.queue.pushFront(w)
+	} else {
+		p.queue.pushBack(w)
+	}
+	p.state.Add(1)
+	return true
+}
+
+// block is the part of an Acquire that may block: it connects in a slot the
+// caller reserved (slot), or queues behind earlier waiters until it is handed
+// an object or a slot, until its context or AcquireTimeout ends, or until
+// Close.
 //
 // The wake-up protocol, waiter's side: announce (enqueue and count, under
 // mu), then look once more (dispatch, which hands an idle object or a free
 // slot to the oldest waiter, possibly the caller). A releaser publishes, then
 // loads the count and, if non-zero, dispatches. The count and the idle set
 // are both sequentially consistent atomics, so either the releaser sees the
-// waiter or the waiter's dispatch sees the object.
-func (p *Pool[T]) wait(ctx context.Context) (Lease[T], error) {
-	var t acqTimer
+// waiter or the waiter's dispatch sees the object. Every entry into the
+// queue — the first, and each return to its head — is followed by that look:
+// while the caller was out of the queue (checking an object, connecting),
+// objects released and slots freed did not count it as waiting.
+//
+// A caller whose object (handed, or freshly connected for it) fails its
+// checks goes back to the head of the queue before the object is closed, so
+// that the slot that frees — or any object that comes first — is its own,
+// and keeps its AcquireTimeout timer.
+func (p *Pool[T]) block(ctx context.Context, t *acqTimer, slot bool) (Lease[T], error) {
 	defer t.stop()
-	w := p.getWaiter()
-	p.mu.Lock()
-	if p.state.Load()&closedBit != 0 {
-		p.mu.Unlock()
-		p.putWaiter(w)
-		return Lease[T]{}, ErrClosed
-	}
-	p.queue.pushBack(w)
-	p.state.Add(1)
-	p.mu.Unlock()
-	p.counters.waits.Add(1)
-	start := time.Since(p.start) // monotonic only: cheaper than time.Now
-	defer func() { p.counters.waitNanos.Add(int64(time.Since(p.start) - start)) }()
-	p.dispatch()
+	var w *waiter[T] // made when the caller first queues
+	var waitStart time.Duration
+	defer func() {
+		if w != nil {
+			p.counters.waitNanos.Add(int64(time.Since(p.start) - waitStart))
+			p.putWaiter(w)
+		}
+	}()
+	var bad *entry[T] // an object that failed its checks, to close once queued
+	var badReason int
+	front := false
 	for {
-		var h hand[T]
-		var err error
-		select {
-		case h = <-w.ch:
-		case <-ctx.Done():
-			err = ctxError(ctx)
-		case <-t.c(p.cfg.AcquireTimeout):
-			err = errAcquireTimeout
-		}
-		if err != nil {
-			p.countErr(err)
-			p.mu.Lock()
-			left := p.queue.remove(w)
-			if left {
-				p.state.Add(-1)
+		if !slot {
+			if w == nil {
+				w = p.getWaiter()
+				p.counters.waits.Add(1)
+				waitStart = time.Since(p.start) // monotonic only: cheaper than time.Now
 			}
-			p.mu.Unlock()
-			if !left {
-				// Dequeued at that very instant: its hand is (or will be) in
-				// the channel. Give it back rather than lose it.
-				p.giveUp(<-w.ch)
+			queued := p.enqueue(w, front)
+			if bad != nil {
+				p.discard(bad, badReason)
+				bad = nil
 			}
-			p.putWaiter(w)
-			return Lease[T]{}, err
+			if !queued {
+				return Lease[T]{}, ErrClosed
+			}
+			p.dispatch()
+			h, err := p.await(ctx, w, t)
+			if err != nil {
+				return Lease[T]{}, err
+			}
+			if h.closed {
+				return Lease[T]{}, ErrClosed
+			}
+			if ctx.Err() != nil {
+				// The hand and the end of ctx arrived together: the caller
+				// gets its error, the hand goes on.
+				p.giveUp(h)
+				return Lease[T]{}, p.ctxFail(ctx)
+			}
+			if !h.slot {
+				r := p.check(ctx, h.e)
+				switch r {
+				case 0:
+					p.counters.acqOther.Add(1)
+					p.counters.handoffs.Add(1)
+					return Lease[T]{h.e, h.e.state.Load()}, nil
+				case checkCanceled:
+					p.giveBack(h.e)
+					return Lease[T]{}, p.ctxFail(ctx)
+				}
+				bad, badReason, front = h.e, r, true
+				continue
+			}
 		}
-		switch {
-		case h.closed:
-			p.putWaiter(w)
-			return Lease[T]{}, ErrClosed
-		case h.slot:
-			p.putWaiter(w)
-			return p.connectFor(ctx, &t)
+		slot = false
+		l, e, r, err := p.connectFor(ctx, t)
+		if e == nil {
+			return l, err
 		}
-		e := h.e
-		r := p.check(ctx, e)
-		if r == 0 {
-			p.counters.acqOther.Add(1)
-			p.counters.handoffs.Add(1)
-			p.putWaiter(w)
-			return Lease[T]{e, e.state.Load()}, nil
-		}
-		// The object failed its checks: close it, and keep our place at the
-		// head of the queue, so that the slot it frees (or the next object)
-		// comes to us.
-		p.mu.Lock()
-		closed := p.state.Load()&closedBit != 0
-		if !closed {
-			p.queue.pushFront(w)
-			p.state.Add(1)
-		}
-		p.mu.Unlock()
-		p.discard(e, r)
-		if closed {
-			p.putWaiter(w)
-			return Lease[T]{}, ErrClosed
-		}
+		bad, badReason, front = e, r, true
 	}
+}
+
+// await blocks until w is handed something, or ctx or the AcquireTimeout
+// ends. A waiter that gives up takes mu; if it is still queued it unlinks
+// itself, else a hand is (or is about to be) in its channel and it receives
+// it and gives it back: nothing is lost.
+func (p *Pool[T]) await(ctx context.Context, w *waiter[T], t *acqTimer) (hand[T], error) {
+	var err error
+	select {
+	case h := <-w.ch:
+		return h, nil
+	case <-ctx.Done():
+		err = ctxError(ctx)
+	case <-p.timerC(t):
+		err = errAcquireTimeout
+	}
+	p.countErr(err)
+	p.mu.Lock()
+	left := p.queue.remove(w)
+	if left {
+		p.state.Add(-1)
+	}
+	p.mu.Unlock()
+	if !left {
+		p.giveUp(<-w.ch)
+	}
+	return hand[T]{}, err
 }
 
 // giveUp returns a hand its waiter no longer wants.
@@ -257,8 +306,16 @@ func (p *Pool[T]) giveUp(h hand[T]) {
 	case h.e != nil:
 		p.giveBack(h.e)
 	case h.slot:
-		p.freeSlot()
+		p.unreserve()
+		p.afterFree()
 	}
+}
+
+// ctxFail counts and returns the error of an Acquire whose ctx has ended.
+func (p *Pool[T]) ctxFail(ctx context.Context) error {
+	err := ctxError(ctx)
+	p.countErr(err)
+	return err
 }
 
 func (p *Pool[T]) countErr(err error) {
