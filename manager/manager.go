@@ -31,12 +31,11 @@ type Manager[T any] interface {
 	// so a connect outlives an acquirer that gave up.
 	Connect(ctx context.Context) (T, error)
 	// Recycle checks a used object before it is handed out again, under the
-	// acquirer's context. An error closes the object. Recycle must not
-	// panic: the pool's hand-out path does not defer a recovery (it would
-	// cost about 12% of an Acquire+Release; see decision 0006), so the
-	// object of a panicking Recycle keeps its slot for good and the pool is
-	// one smaller (and Close waits for it until its context ends). Return
-	// an error instead.
+	// acquirer's context. An error closes the object — unless ctx has ended
+	// by the time Recycle returns: then the failure is taken as the caller's
+	// cancellation, not the object's fault, and the object stays in the pool.
+	// A Recycle that panics still panics in the acquirer, but the pool closes
+	// the object and frees its slot first.
 	Recycle(ctx context.Context, obj T, m Metrics) error
 	// Close destroys the object. The pool calls it on a goroutine of its own,
 	// never on the caller's.

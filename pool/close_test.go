@@ -13,10 +13,8 @@ import (
 	"github.com/poolkit/poolkit/pool"
 )
 
-// Point 7: no object is closed for idleness after being idle for well under
-// MaxIdleTime. (The shrink toward the recent peak once sampled in-use objects
-// at ticks only, from a zero start, and closed objects whose short leases fell
-// between samples at the first reap.)
+// No object is closed for idleness after being idle for well under
+// MaxIdleTime.
 func TestNoIdleCloseBeforeMaxIdleTime(t *testing.T) {
 	var releasedAt, earliest atomic.Int64
 	earliest.Store(math.MaxInt64)
@@ -46,7 +44,7 @@ func TestNoIdleCloseBeforeMaxIdleTime(t *testing.T) {
 	}
 }
 
-// Point 9: a shrink that leaves room for every live object (8 -> 7 with 4
+// A shrink that leaves room for every live object (8 -> 7 with 4
 // live) closes nothing, though it pokes the maintainer into a reap.
 func TestSetMaxSizeShrinkKeepsObjectsThatFit(t *testing.T) {
 	f := &fakeMgr{}
@@ -65,7 +63,7 @@ func TestSetMaxSizeShrinkKeepsObjectsThatFit(t *testing.T) {
 	require.Zero(t, st.ClosedIdle+st.ClosedShrink, "%+v", st)
 }
 
-// Point 8: an Acquire cut short by Close while its connect is in flight
+// An Acquire cut short by Close while its connect is in flight
 // reports ErrClosed (not the pool's internal context.Canceled, which callers
 // would read as "my context was cancelled").
 func TestAcquireCutByCloseMatchesErrClosed(t *testing.T) {
@@ -84,7 +82,7 @@ func TestAcquireCutByCloseMatchesErrClosed(t *testing.T) {
 	require.ErrorIs(t, err, pool.ErrClosed, "got %q", err)
 }
 
-// Point 8: an Acquire that began before Close (here: stalled in Recycle of an
+// An Acquire that began before Close (here: stalled in Recycle of an
 // idle object while Close runs) does not go on, after Close, to reserve a slot
 // and dial: no Manager.Connect runs after Close began and no fresh object comes
 // out of a closed pool (reserve refuses once the pool is closed).

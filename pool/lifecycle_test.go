@@ -573,5 +573,3 @@ func TestNewIsConstantInMaxSize(t *testing.T) {
 	huge := alloc(math.MaxInt)
 	require.Less(t, huge, small+64<<10, "bytes allocated by New(MaxSize=MaxInt) vs New(1): %d vs %d", huge, small)
 }
-
-

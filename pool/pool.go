@@ -442,7 +442,16 @@ func (p *Pool[T]) check(ctx context.Context, e *entry[T]) int {
 		return r
 	}
 	if e.m.Uses != 0 {
-		if p.recycle(ctx, e) != nil {
+		// Should Recycle panic (or call runtime.Goexit), the deferred call
+		// closes the object and frees its slot before the panic goes on to
+		// the caller: a panicking manager costs one object, not a slot for
+		// good. The defer is open-coded (a flag on the stack, tested at
+		// return); its cost is in DESIGN.md.
+		done := false
+		defer p.closeIfPanicked(e, &done, reasonRecycle)
+		err := p.mgr.Recycle(ctx, e.value, e.m)
+		done = true
+		if err != nil {
 			if ctx.Err() != nil {
 				return checkCanceled
 			}
@@ -451,19 +460,6 @@ func (p *Pool[T]) check(ctx context.Context, e *entry[T]) int {
 	}
 	e.m.Uses++
 	return 0
-}
-
-// recycle runs Manager.Recycle on e, which the caller holds. Should Recycle
-// panic (or call runtime.Goexit), the deferred call closes the object and
-// frees its slot before the panic goes on to the caller: a panicking manager
-// costs one object, not a slot for good. The defer is open-coded (a flag on
-// the stack, tested at return): see decision 0006 for its cost.
-func (p *Pool[T]) recycle(ctx context.Context, e *entry[T]) error {
-	done := false
-	defer p.closeIfPanicked(e, &done, reasonRecycle)
-	err := p.mgr.Recycle(ctx, e.value, e.m)
-	done = true
-	return err
 }
 
 // closeIfPanicked closes e for reason r unless *done: deferred around a
