@@ -93,7 +93,10 @@ func (p *Pool[T]) reap() {
 			idle--
 			p.closeClaimed(e, reasonShrink)
 			return
-		case p.maxIdle > 0 && now-e.lastUsed >= p.maxIdle && idle > p.cfg.MinIdle:
+		case p.maxIdle > 0 && now-e.lastUsed >= p.maxIdle+int64(p.tick) && idle > p.cfg.MinIdle:
+			// lastUsed is the clock's tick at the release, up to one tick
+			// before it: one tick more makes sure the object really has
+			// been idle MaxIdleTime.
 			r = reasonIdle
 		}
 		if r != 0 {
