@@ -167,6 +167,10 @@ type entry[T any] struct {
 	lastUsed int64  // clock ns at the last release (coarse)
 	deadline int64  // clock ns past which the lifetime has ended; 0: none
 	epoch    uint64 // the pool's Reset epoch when it was made
+	// inCall is the reason to close the object for while a Manager call
+	// that may panic (Recycle, CheckRelease) runs on it; 0 otherwise (see
+	// closeIfPanicked).
+	inCall int
 	// m is passed to Recycle as is: Created, LastUsed (the coarse clock's
 	// time at the last release) and Uses (the hand-out count) are kept up to
 	// date in place, so that a hand-out builds no Metrics value.
@@ -263,9 +267,40 @@ func (l Lease[T]) Value() T {
 // Release returns the object to the pool. The object must not be used
 // afterwards. It is closed instead if it fails the expiry checks or the
 // manager's ReleaseChecker, or if the pool is closed or over its MaxSize.
+//
+// The fast path (no ReleaseChecker, no waiter, not closed or shrinking, the
+// entry already stamped with this clock tick) ends the lease and publishes
+// the object with a single compare-and-swap, and writes nothing to the
+// entry before it: the loser of two concurrent Releases (a data race of the
+// caller's) has then only read the entry. Every other path (put) ends the
+// lease first and then works on an object it holds; the one extra
+// read-modify-write that costs falls on the clock-tick case once per tick per
+// object, and on managers with a ReleaseChecker. Every path ends the lease
+// with one compare-and-swap, so that of two concurrent Releases of one lease
+// exactly one proceeds and the other panics.
 func (l Lease[T]) Release() {
 	e := l.live()
-	e.p.put(e, l.gen)
+	p := e.p
+	if p.relCheck != nil || p.state.Load() != 0 || e.lastUsed != p.clock.Load().ns || p.expired(e) != 0 {
+		p.put(e, l.gen)
+		return
+	}
+	// Idle from here: any claimer may take it.
+	if !e.state.CompareAndSwap(l.gen, l.gen+1) {
+		panic(staleMsg)
+	}
+	// A hint: Local.Push's steps, inlined; else the whole way (hint).
+	st := p.local.Stack(shard.Enter())
+	ok := st.Push(e)
+	shard.Exit()
+	if !ok {
+		p.hint(e)
+	}
+	// The lost-wake-up protocol, releaser's side: publish (the
+	// compare-and-swap above), then look for waiters (see block).
+	if p.state.Load() != 0 {
+		p.afterPublish()
+	}
 }
 
 // Destroy closes the object (on a closer goroutine) instead of returning it,
@@ -312,25 +347,53 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 		return Lease[T]{}, p.ctxFail(ctx)
 	}
 	if p.state.Load()&(closedBit|waiterMask) == 0 {
-		if e, ok := p.local.Pop(); ok {
+		// Local.Pop's steps, inlined: the only calls are the runtime's pin
+		// and unpin. A nil stack (synchronised builds, or a P beyond the
+		// table) misses here; the slow path's take pops the whole way.
+		st := p.local.Stack(shard.Enter())
+		e, ok := st.Pop()
+		shard.Exit()
+		if ok {
 			if gen, ok := claim(e); ok {
-				// usable, by hand: one call fewer.
-				r := p.check(ctx, e)
+				// check, by hand: no call of its own, and the guard's defer
+				// is Acquire's (see check).
+				r := p.expired(e)
 				if r == 0 {
-					return Lease[T]{e, gen}, nil
+					if e.m.Uses == 0 {
+						e.m.Uses++
+						return Lease[T]{e, gen}, nil
+					}
+					e.inCall = reasonRecycle
+					defer e.closeIfPanicked()
+					err := p.mgr.Recycle(ctx, e.value, e.m)
+					e.inCall = 0
+					if err == nil {
+						e.m.Uses++
+						return Lease[T]{e, gen}, nil
+					}
+					r = recycleFailed(ctx)
 				}
-				p.counters.localMiss.Add(1)
+				p.localFailed(ctx, e, r)
 				if r == checkCanceled {
-					p.giveBack(e)
 					return Lease[T]{}, p.ctxFail(ctx)
 				}
-				p.discard(e, r)
 			} else {
 				p.counters.stale.Add(1)
 			}
 		}
 	}
 	return p.acquireSlow(ctx, true)
+}
+
+// localFailed handles an object claimed through a local hint that failed
+// its check r: it goes back if the caller's context ended, else it is closed.
+func (p *Pool[T]) localFailed(ctx context.Context, e *entry[T], r int) {
+	p.counters.localMiss.Add(1)
+	if r == checkCanceled {
+		p.giveBack(e)
+		return
+	}
+	p.discard(e, r)
 }
 
 // TryAcquire is Acquire without waiting: it returns an idle object if there
@@ -447,27 +510,37 @@ func (p *Pool[T]) check(ctx context.Context, e *entry[T]) int {
 		// the caller: a panicking manager costs one object, not a slot for
 		// good. The defer is open-coded (a flag on the stack, tested at
 		// return); its cost is in DESIGN.md.
-		done := false
-		defer p.closeIfPanicked(e, &done, reasonRecycle)
+		e.inCall = reasonRecycle
+		defer e.closeIfPanicked()
 		err := p.mgr.Recycle(ctx, e.value, e.m)
-		done = true
+		e.inCall = 0
 		if err != nil {
-			if ctx.Err() != nil {
-				return checkCanceled
-			}
-			return reasonRecycle
+			return recycleFailed(ctx)
 		}
 	}
 	e.m.Uses++
 	return 0
 }
 
-// closeIfPanicked closes e for reason r unless *done: deferred around a
-// Manager call on an object the caller holds, it runs with *done false only
-// when that call panicked.
-func (p *Pool[T]) closeIfPanicked(e *entry[T], done *bool, r int) {
-	if !*done {
-		p.discard(e, r)
+// recycleFailed is what check returns when Recycle failed: checkCanceled if
+// ctx has ended (the caller's cancellation, not the object's fault), else
+// reasonRecycle.
+func recycleFailed(ctx context.Context) int {
+	if ctx.Err() != nil {
+		return checkCanceled
+	}
+	return reasonRecycle
+}
+
+// closeIfPanicked is deferred around a Manager call on an object the caller
+// holds, with inCall set to the reason to close it for; the call clears it
+// when it returns. Should the call panic (or call runtime.Goexit), inCall is
+// still set: the object is closed and its slot freed before the panic goes
+// on to the caller. One pointer is all the defer keeps.
+func (e *entry[T]) closeIfPanicked() {
+	if r := e.inCall; r != 0 {
+		e.inCall = 0
+		e.p.discard(e, r)
 	}
 }
 
@@ -475,50 +548,18 @@ func (p *Pool[T]) closeIfPanicked(e *entry[T], done *bool, r int) {
 // holds, and reports whether it refused the object. A panicking CheckRelease
 // closes the object and frees its slot before the panic goes on.
 func (p *Pool[T]) releaseRefused(e *entry[T]) bool {
-	done := false
-	defer p.closeIfPanicked(e, &done, reasonReleaseCheck)
+	e.inCall = reasonReleaseCheck
+	defer e.closeIfPanicked()
 	err := p.relCheck.CheckRelease(e.value)
-	done = true
+	e.inCall = 0
 	return err != nil
 }
 
-// put is Release of the lease gen on e, which the caller checked is current:
-// checks, then the oldest waiter, else idle (with a hint on this P's stack,
-// else in the exchange). Every path ends the lease with one
-// compare-and-swap, so that of two concurrent Releases of one lease exactly
-// one proceeds and the other panics.
-//
-// The fast path (no ReleaseChecker, no waiter, not closed or shrinking, the
-// entry already stamped with this clock tick) ends the lease and publishes
-// the object with that single compare-and-swap, and writes nothing to the
-// entry before it: the loser of two concurrent Releases (a data race of the
-// caller's) has then only read the entry. Every other path ends the lease
-// first and then works on an object it holds (putHeld); the one extra
-// read-modify-write that costs falls on the clock-tick case once per tick per
-// object, and on managers with a ReleaseChecker.
+// put is Release's slow path: it ends the lease gen on e, keeping the object,
+// and returns it (putHeld).
 func (p *Pool[T]) put(e *entry[T], gen uint64) {
-	if p.relCheck != nil || p.state.Load() != 0 || e.lastUsed != p.clock.Load().ns {
-		p.endLease(e, gen)
-		p.putHeld(e)
-		return
-	}
-	if r := p.expired(e); r != 0 {
-		p.endLease(e, gen)
-		p.discard(e, r)
-		return
-	}
-	// Idle from here: any claimer may take it.
-	if !e.state.CompareAndSwap(gen, gen+1) {
-		panic(staleMsg)
-	}
-	if !p.local.Push(e) { // hint, by hand: the compiler does not inline it here
-		p.xch.Load().x.Park(e)
-	}
-	// The lost-wake-up protocol, releaser's side: publish (the
-	// compare-and-swap above), then look for waiters (see wait).
-	if p.state.Load() != 0 {
-		p.afterPublish()
-	}
+	p.endLease(e, gen)
+	p.putHeld(e)
 }
 
 // endLease ends lease gen on e, keeping e held by the caller.
