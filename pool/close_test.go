@@ -2,7 +2,6 @@ package pool_test
 
 import (
 	"context"
-	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,52 +12,32 @@ import (
 	"github.com/poolkit/poolkit/pool"
 )
 
-// No object is closed for idleness after being idle for well under
-// MaxIdleTime.
+// No object is closed for idleness before it has been idle MaxIdleTime: a
+// maintainer pass a minute short of it closes nothing, one past it closes
+// every idle object.
 func TestNoIdleCloseBeforeMaxIdleTime(t *testing.T) {
-	var releasedAt, earliest atomic.Int64
-	earliest.Store(math.MaxInt64)
 	f := &fakeMgr{}
-	f.close = func(*obj) {
-		if r := releasedAt.Load(); r != 0 {
-			if d := time.Now().UnixNano() - r; d < earliest.Load() {
-				earliest.Store(d)
-			}
-		}
-	}
-	const maxIdle = 400 * time.Millisecond
-	p := newPool(t, f, pool.Config{MaxSize: 8, MaxIdleTime: maxIdle})
-	var ls []pool.Lease[*obj]
-	for range 4 {
-		ls = append(ls, acquire(t, p))
-	}
-	for _, l := range ls {
-		l.Release()
-	}
-	releasedAt.Store(time.Now().UnixNano())
-	time.Sleep(300 * time.Millisecond)
-	st := p.Stats()
-	if e := earliest.Load(); e != math.MaxInt64 {
-		t.Errorf("an object was closed after only %v idle (MaxIdleTime %v); ClosedIdle=%d Live=%d",
-			time.Duration(e), maxIdle, st.ClosedIdle, st.Live)
-	}
+	p := newPool(t, f, pool.Config{MaxSize: 8, MaxIdleTime: time.Hour})
+	fill(t, p, 4)
+	p.AdvanceClock(59 * time.Minute)
+	p.Reap()
+	st := settle(t, p)
+	require.Zero(t, st.ClosedIdle, "idle 59 minutes of 60: %+v", st)
+	require.Equal(t, 4, st.Idle)
+	p.AdvanceClock(2 * time.Minute)
+	p.Reap()
+	require.Equal(t, uint64(4), settle(t, p).ClosedIdle)
 }
 
 // A shrink that leaves room for every live object (8 -> 7 with 4
-// live) closes nothing, though it pokes the maintainer into a reap.
+// live) closes nothing at the maintainer's pass it triggers.
 func TestSetMaxSizeShrinkKeepsObjectsThatFit(t *testing.T) {
 	f := &fakeMgr{}
 	p := newPool(t, f, pool.Config{MaxSize: 8, MaxIdleTime: time.Hour})
-	var ls []pool.Lease[*obj]
-	for range 4 {
-		ls = append(ls, acquire(t, p))
-	}
-	for _, l := range ls {
-		l.Release()
-	}
+	fill(t, p, 4)
 	p.SetMaxSize(7)
-	time.Sleep(100 * time.Millisecond) // let the poked maintainer run its pass
-	st := p.Stats()
+	p.Reap() // the pass SetMaxSize pokes the maintainer into, run here
+	st := settle(t, p)
 	require.Equal(t, 4, st.Live, "4 live objects fit under MaxSize 7 and were used just now: %+v", st)
 	require.Zero(t, st.ClosedIdle+st.ClosedShrink, "%+v", st)
 }
