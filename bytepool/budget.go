@@ -29,7 +29,7 @@ import (
 // tiers are: a Put can fill only its own P's spill, but every P's may be
 // full at once. So a burst on one P can keep at most about MaxRetained /
 // GOMAXPROCS bytes of one class in its per-P tiers.
-// See docs/decisions/0005-bytepool.md, "A budget that follows demand".
+// See docs/decisions/0005-bytepool.md, section 3.
 
 // grow is putSlow's first resort for b, a buffer of class cl that found its
 // P's tiers full: it grows the class's per-P capacity one step if the budget

@@ -12,7 +12,7 @@ import (
 )
 
 // The benchmarks here measure bytepool alone: its hot path at several sizes,
-// the configurations its decisions turn on (a spill sized for a burst, a
+// the configurations its decisions turn on (spills capped below a burst, a
 // deep stack), and beside them the building block under its fast path, a
 // per-P stack alone. Comparisons with other byte pools (make, sync.Pool,
 // go-buffer-pool, bytebufferpool) live in package benches, run by poolbench
@@ -158,17 +158,17 @@ func benchMixed(b *testing.B) {
 }
 
 // burstConfigs are the configurations of the Burst rows. The default pool's
-// 64 KiB class keeps 8 buffers per P on the stack, 128 per P in the spill
-// and 64 in the exchange (Stats.Classes), so N = 1000 does not fit it; sized
-// (Spill 1024, a 2 GiB budget) is a pool sized for that burst: its 64 KiB
-// class keeps 8 + 1024 per P and 64 in the exchange. deep is Config{Depth:
-// 128}: a burst of up to 128 stays on the per-P stack.
+// 64 KiB class grows, in its first burst, to 8 buffers per P on the stack
+// and as many in the spill as the burst needs (up to 4096; Stats.Classes);
+// spill128 stops the spills at 128, so N = 1000 does not fit it and shows
+// what the exchange and the allocator cost; deep is Config{Depth: 128}: a
+// burst of up to 128 stays on the per-P stack.
 var burstConfigs = []struct {
 	name string
 	cfg  bytepool.Config
 }{
 	{"default", bytepool.Config{}},
-	{"sized", bytepool.Config{Spill: 1024, MaxRetained: 2 << 30}},
+	{"spill128", bytepool.Config{Spill: 128}},
 	{"deep", bytepool.Config{Depth: 128}},
 }
 
@@ -218,11 +218,11 @@ func touchSpread(b []byte, j int) {
 // benchBurstSpread is benchBurst (N = 10 and 100) with touchSpread: a
 // diagnostic, not a replacement. With touch, every write of a burst lands at
 // page offset 0, hence in one L1 cache set, which on some machines costs
-// more than the pool does (docs/decisions/0005-bytepool.md).
+// more than the pool does.
 func benchBurstSpread(b *testing.B) {
 	for _, burst := range []int{10, 100} {
 		for _, c := range burstConfigs {
-			if c.name != "sized" { // the same as default below N = 128
+			if c.name != "spill128" { // the same as default below N = 128
 				runBurst(b, c.name, c.cfg, burst, touchSpread)
 			}
 		}

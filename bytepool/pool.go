@@ -121,7 +121,7 @@ type Pool struct {
 // class gives its capacity, so a Put writes one word to the stack instead of
 // a three-word slice, and a Get rebuilds the slice (see slice). An address
 // kept as an unsafe.Pointer keeps a heap buffer alive exactly as the slice
-// did. See docs/decisions/0005-bytepool.md, "Fast path".
+// did. See docs/decisions/0005-bytepool.md, section 2.
 type hotClass struct {
 	size int // the class size: of every buffer local holds
 	// local is class.local, or nil when every Get and Put must take the
@@ -156,7 +156,7 @@ type class struct {
 	// Unparks itself (exchange.Exchange.Counts), and exDrained counts the
 	// Unparks that were drains, not Gets (see class.exchangeHits). That
 	// saves two locked instructions per buffer that goes through the
-	// exchange (docs/decisions/0005-bytepool.md, "Bursts").
+	// exchange (docs/decisions/0005-bytepool.md, section 5).
 	exDrained  atomic.Uint64 // buffers Trim, idle trimming or releaseAll took from the exchange
 	allocs     atomic.Uint64 // Gets that allocated a class buffer
 	allocFails atomic.Uint64 // of those, allocator failures (fell back to make)
