@@ -6,6 +6,12 @@ package bytepool
 //
 // Implementations must be safe for concurrent use. The pool never calls them
 // while pinned to a P.
+//
+// A pool gives a buffer it lets go to its own allocator if that owns it,
+// else to the Mmap that mapped it, if any (a buffer Put into a pool other
+// than the one that allocated it); any other buffer is left to the garbage
+// collector, so a buffer from an Allocator of another kind must be Put into
+// a pool that uses that Allocator.
 type Allocator interface {
 	// Allocate returns a slice with len and cap equal to size, or an error;
 	// on error the pool falls back to make([]byte, size) and counts the
