@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -35,8 +36,12 @@ func waitFor(t *testing.T, cond func() bool) {
 func drivePool(t *testing.T, wait func(*pool.Pool[int])) *pool.Pool[int] {
 	t.Helper()
 	var n atomic.Int64
+	// a's Manager.Close waits until the third connection's Acquire is in
+	// line: that Acquire then waits for a's slot, whatever the scheduling.
+	closeGate := make(chan struct{})
 	p, err := pool.New[int](manager.Funcs[int]{
 		ConnectFunc: func(context.Context) (int, error) { return int(n.Add(1)), nil },
+		CloseFunc:   func(int) error { <-closeGate; return nil },
 	}, pool.Config{MaxSize: 2})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close(context.Background())) })
@@ -67,8 +72,15 @@ func drivePool(t *testing.T, wait func(*pool.Pool[int])) *pool.Pool[int] {
 	a.Destroy()
 	c, err := p.Acquire(ctx) // b's connection, idle
 	require.NoError(t, err)
-	d, err := p.Acquire(ctx) // a third connection
-	require.NoError(t, err)
+	got := make(chan pool.Lease[int], 1)
+	go func() {
+		d, err := p.Acquire(ctx) // a third connection, once a's slot is free
+		assert.NoError(t, err)
+		got <- d
+	}()
+	waitFor(t, func() bool { return p.Stats().Waiting == 1 })
+	close(closeGate)
+	d := <-got
 	d.Release()
 	t.Cleanup(c.Release) // c stays leased until the test ends (before Close: cleanups run last first)
 	waitFor(t, func() bool { s := p.Stats(); return s.Closing == 0 && s.Idle == 1 })
