@@ -5,6 +5,8 @@
 //
 //	poolbench [flags]                 measure and print the tables
 //	poolbench report -in results.json write BENCHMARKS.md and its charts
+//	poolbench icount [-merge FILE]    count instructions per op under callgrind
+//	poolbench icount -baseline FILE   fail if poolkit's hot paths cost more than the baseline
 //
 // With no flags it runs a representative comparison in under a minute and
 // prints a text table. See -h for the flags.
@@ -178,6 +180,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		fmt.Fprintf(fs.Output(), `Usage:
   poolbench [flags]                     measure, print tables
   poolbench report -in FILE [-docs DIR] write BENCHMARKS.md and charts from a results file
+  poolbench icount [-h]                 count instructions per op under callgrind (see -h)
 
 Flags:
 `)
@@ -263,8 +266,15 @@ func (c config) cases() []workload.Case {
 
 // runContext is run under ctx, which Ctrl-C cancels.
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "report" {
-		return runReport(args[1:], stderr)
+	if len(args) > 0 {
+		switch args[0] {
+		case "report":
+			return runReport(args[1:], stderr)
+		case "icount":
+			return runIcount(ctx, args[1:], stdout, stderr)
+		case childCommand:
+			return runIcountChild(args[1:], stdout, stderr)
+		}
 	}
 	c, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {

@@ -17,6 +17,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// poolbench icount runs its executable as the child under valgrind; in
+	// the tests that is this test binary.
+	if len(os.Args) > 1 && os.Args[1] == childCommand {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	// os/signal keeps one goroutine for the life of the process once
 	// signal.Notify has been called.
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("os/signal.signal_recv"))
@@ -75,6 +80,11 @@ func TestBadFlagsPrintUsageAndExit2(t *testing.T) {
 		{"report"},
 		{"report", "-in"},
 		{"report", "-in", "x.json", "extra"},
+		{"icount", "stray"},
+		{"icount", "-update"},
+		{"icount", "-baseline", "b.json", "-merge", "r.json"},
+		{"icount", "-n1=5", "-n2=5"},
+		{"icount", "-tolerance=-1"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -129,6 +129,9 @@ func Markdown(w io.Writer, f results.File, in string) error {
 	if hasE2E(f) {
 		writeE2EMethod(w, f)
 	}
+	if f.Icount != nil {
+		writeIcount(w, *f.Icount)
+	}
 
 	p("\n## Results\n")
 	var groups []string
@@ -161,6 +164,34 @@ func Markdown(w io.Writer, f results.File, in string) error {
 	writeNotClaimed(w, hasE2E(f))
 	writeReproduce(w, f, in)
 	return nil
+}
+
+// writeIcount writes the instruction counts of poolbench icount.
+func writeIcount(w io.Writer, r results.Icount) {
+	m := r.Machine
+	dirty := ""
+	if m.Dirty {
+		dirty = ", with uncommitted changes"
+	}
+	fmt.Fprintf(w, `
+## Instructions per operation
+
+What one operation costs on one goroutine, in instructions and heap allocations: figures that
+a shared, noisy machine cannot blur, and that CI checks for poolkit's own hot paths (see
+Reproducing). Each contender runs in a process of its own under `+"`valgrind --tool=callgrind`"+`
+with `+"`%s`"+`, once for %s ops and once for %s, after a
+warm-up of its own; the instructions of the first run are subtracted from those of the second
+and divided by the %s ops between them, so the process's start, the set-up and the warm-up
+cancel out. allocs/op is the growth of `+"`runtime.MemStats.Mallocs`"+` over the same ops, exact
+with the collector off. Each figure includes the loop and the one indirect call through which
+the suite reaches every contender, the same for all; syncpool is sync.Pool, the floor of the
+object pools, and for buffers one sync.Pool of `+"`*[]byte`"+` per size. shard is poolkit's pinned
+per-P stack (`+"`shard.Local`"+`) alone, popped and pushed, without the pool around it.
+
+Counted at `+"`%s`"+`%s, %s, with %s and %s: `+"`go run ./benches/cmd/%s`"+`.
+`, results.IcountEnv, results.Count(float64(r.N1)), results.Count(float64(r.N2)), results.Count(float64(r.N2-r.N1)),
+		m.Commit, dirty, m.Date, m.GoVersion, r.Valgrind, r.Command)
+	results.WriteIcountMarkdown(w, r, "###")
 }
 
 // updatedGroups names the groups of the cases an update measured: "the 7
@@ -545,7 +576,19 @@ git checkout OLD && go test -run '^$' -bench 'Pool/HotPath|Bytes/Realistic' -cou
 git checkout NEW && go test -run '^$' -bench 'Pool/HotPath|Bytes/Realistic' -count=10 ./benches/... > new.txt
 go run golang.org/x/perf/cmd/benchstat@latest old.txt new.txt
 `+"```"+`
-`, f.Command, in)
+
+The instruction counts come from `+"`poolbench icount`"+`, which needs valgrind; with `+"`-merge`"+` it
+puts them into the results file. CI counts poolkit's hot paths (the pool's Acquire + Release,
+bytepool's Get + Put at 4 KiB and 64 KiB) and fails if one rises more than 5%% above the
+committed baseline, `+"`docs/benchmarks/icount-baseline.json`"+`; a change that moves them on
+purpose refreshes the baseline in a commit of its own:
+
+`+"```sh"+`
+go run ./benches/cmd/poolbench icount -merge %s
+go run ./benches/cmd/poolbench icount -baseline docs/benchmarks/icount-baseline.json          # the CI check
+go run ./benches/cmd/poolbench icount -baseline docs/benchmarks/icount-baseline.json -update  # refresh
+`+"```"+`
+`, f.Command, in, in)
 	if hasE2E(f) {
 		fmt.Fprint(w, `
 The end-to-end groups run with `+"`-mode=e2e`"+` (against `+"`-redis`"+` and `+"`-postgres`"+`, by default

@@ -137,3 +137,29 @@ func TestSpliceReadmeNeedsMarkers(t *testing.T) {
 	_, err := report.SpliceReadme([]byte("# no markers\n"), results.File{}, "x.json")
 	require.ErrorIs(t, err, report.ErrNoMarkers)
 }
+
+func TestMarkdownShowsTheInstructionCounts(t *testing.T) {
+	f := fixture(t)
+	f.Icount = &results.Icount{
+		Command: "poolbench icount -merge docs/benchmarks/results.json", Valgrind: "valgrind-3.19.0", N1: 10000, N2: 110000,
+		Machine: results.Machine{GoVersion: "go1.26.8", Commit: "abc123", Date: "2026-01-02T03:04:05Z"},
+		Ops: []results.IcountOp{
+			{Name: "Pool/Impl=poolkit", Table: "Pool", Contender: "poolkit", Unit: "one Acquire + Release", Instructions: 400},
+			{Name: "Pool/Impl=syncpool", Table: "Pool", Contender: "syncpool", Unit: "one Acquire + Release", Instructions: 160},
+		},
+	}
+	var b strings.Builder
+	require.NoError(t, report.Markdown(&b, f, "docs/benchmarks/results.json"))
+	for _, want := range []string{
+		"## Instructions per operation",
+		"GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1",
+		"once for 10,000 ops and once for 110,000",
+		"`go run ./benches/cmd/poolbench icount -merge docs/benchmarks/results.json`",
+		"### Pool\n\nOne op = one Acquire + Release.",
+		"| contender | instructions/op | allocs/op | vs syncpool |",
+		"| poolkit | 400 | 0 | 2.50× |",
+		"| syncpool | 160 | 0 | floor |",
+	} {
+		assert.Contains(t, b.String(), want)
+	}
+}

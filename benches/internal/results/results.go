@@ -33,6 +33,9 @@ type File struct {
 	// the cases each measured replaced those of the same name, or were
 	// added. Command, Machine and Settings above are the first run's.
 	Updates []Update `json:"updates,omitempty"`
+	// Icount holds the instruction counts of poolbench icount, if they were
+	// merged into the file; they carry their own command and machine.
+	Icount *Icount `json:"icount,omitempty"`
 }
 
 // Update is a run merged into a results file.
@@ -66,6 +69,9 @@ func Merge(f, g File) File {
 		out.Cases = slices.Insert(out.Cases, at, c)
 	}
 	out.Interrupted = f.Interrupted || g.Interrupted
+	if g.Icount != nil {
+		out.Icount = g.Icount
+	}
 	out.Updates = append(slices.Clone(f.Updates), up)
 	return out
 }

@@ -1,0 +1,54 @@
+package icount
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestTotalsReadsTheInstructionsOfACallgrindFile(t *testing.T) {
+	ir, err := Totals(strings.NewReader("version: 1\nevents: Ir\nfn=main\n12 3\nsummary: 1465280\ntotals: 1465280\n"))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1465280), ir)
+
+	ir, err = Totals(strings.NewReader("events: Ir Dr\ntotals: 77 12\n"))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(77), ir, "the first event is Ir")
+
+	_, err = Totals(strings.NewReader("events: Ir\n"))
+	assert.ErrorContains(t, err, "no summary")
+}
+
+func TestOpsHaveUniqueNamesAndGuardPoolkitsHotPaths(t *testing.T) {
+	seen := map[string]bool{}
+	for _, o := range Ops() {
+		assert.False(t, seen[o.Name], "duplicate %s", o.Name)
+		seen[o.Name] = true
+		assert.True(t, strings.HasPrefix(o.Name, o.Table+"/Impl="+o.Contender), o.Name)
+	}
+	var g []string
+	for _, o := range Guarded() {
+		g = append(g, o.Name)
+	}
+	assert.Equal(t, []string{"Pool/Impl=poolkit", "Bytes/Size=4KiB/Impl=poolkit", "Bytes/Size=64KiB/Impl=poolkit"}, g)
+}
+
+// The child sets up and runs every op and prints the allocations of the
+// ops it ran: at most one an op for any of the pools.
+func TestRunChildRunsEveryOp(t *testing.T) {
+	for _, o := range Ops() {
+		var b bytes.Buffer
+		require.NoError(t, RunChild(&b, o.Name, 1000), o.Name)
+		n, err := strconv.ParseUint(strings.TrimSpace(b.String()), 10, 64)
+		require.NoError(t, err, o.Name)
+		assert.Less(t, n, uint64(1100), o.Name)
+	}
+	assert.ErrorContains(t, RunChild(new(bytes.Buffer), "Pool/Impl=nothing", 1), `no op "Pool/Impl=nothing"`)
+}
