@@ -11,19 +11,30 @@ import (
 )
 
 // WriteJSON writes f as indented JSON.
-func WriteJSON(w io.Writer, f File) error {
+func WriteJSON(w io.Writer, f File) error { return writeIndented(w, f) }
+
+// writeIndented writes v as indented JSON.
+func writeIndented(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(f)
+	return enc.Encode(v)
+}
+
+// decodeStrict reads one JSON value into v, refusing fields v lacks.
+func decodeStrict(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	return nil
 }
 
 // ReadJSON reads a results file written by WriteJSON.
 func ReadJSON(r io.Reader) (File, error) {
 	var f File
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return f, fmt.Errorf("results: %w", err)
+	if err := decodeStrict(r, &f); err != nil {
+		return f, err
 	}
 	if f.Schema != Schema {
 		return f, fmt.Errorf("results: schema %d, want %d", f.Schema, Schema)

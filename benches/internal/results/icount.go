@@ -1,7 +1,6 @@
 package results
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -140,19 +139,13 @@ func (r Icount) unit(table string) string {
 const IcountEnv = "GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1"
 
 // WriteIcountJSON writes r as indented JSON (a baseline file).
-func WriteIcountJSON(w io.Writer, r Icount) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func WriteIcountJSON(w io.Writer, r Icount) error { return writeIndented(w, r) }
 
 // ReadIcountJSON reads a file written by WriteIcountJSON.
 func ReadIcountJSON(rd io.Reader) (Icount, error) {
 	var r Icount
-	dec := json.NewDecoder(rd)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return r, fmt.Errorf("results: %w", err)
+	if err := decodeStrict(rd, &r); err != nil {
+		return r, err
 	}
 	if len(r.Ops) == 0 {
 		return r, fmt.Errorf("results: no ops in the instruction counts")
