@@ -75,6 +75,35 @@ type Config struct {
 	LocalDepth int
 	// Exchange selects the shared reservoir. Default ExchangeRing.
 	Exchange ExchangeKind
+
+	// HealthCheckPeriod runs background checks: every period, each object
+	// idle for at least the period is taken out of the idle set, checked
+	// with Manager.Recycle (at most MaxConnecting checks at a time, each
+	// bounded by CheckTimeout, or by the period when CheckTimeout is zero)
+	// and given back, or closed if the check fails (then the maintainer
+	// connects a replacement if fewer than MinIdle objects are idle). An
+	// object under check is not handed out; acquirers take other objects,
+	// connect, or wait as usual. 0: no background checks.
+	HealthCheckPeriod time.Duration
+	// CheckTimeout bounds each Manager.Recycle call: on the acquire path it
+	// further bounds the acquirer's context (a check cut by CheckTimeout
+	// closes the object; one cut by the acquirer's context does not), and
+	// it bounds each background health check. 0: no bound beyond the
+	// context.
+	CheckTimeout time.Duration
+	// LeakThreshold reports, once, a lease held longer than it: through the
+	// Observer (with the stack of the Acquire that took it) and in
+	// Stats.Leaks. Setting it makes every Acquire record its caller's stack
+	// (one allocation per Acquire). The maintainer looks every clock tick.
+	// 0: off.
+	LeakThreshold time.Duration
+	// MaxIdle caps idle objects, like database/sql's SetMaxIdleConns: an
+	// object released (or given back) while MaxIdle objects are already idle
+	// is closed instead (Stats.ClosedMaxIdle). MinIdle ≤ MaxIdle. 0: no cap.
+	MaxIdle int
+	// Observer, if not nil, is told of acquires, connects, closes and leaks
+	// (see Observer). nil: no calls and no cost.
+	Observer Observer
 }
 
 // invalid returns the error New returns for a bad field; format starts with
@@ -106,6 +135,14 @@ func (c Config) normalize() (Config, error) {
 		return c, invalid("MaxConnecting must be >= 0, got %d", c.MaxConnecting)
 	case c.LocalDepth < 0 || c.LocalDepth > c.MaxSize || c.LocalDepth > shard.MaxDepth:
 		return c, invalid("LocalDepth must be in [0, min(MaxSize=%d, %d)], got %d", c.MaxSize, shard.MaxDepth, c.LocalDepth)
+	case c.HealthCheckPeriod < 0:
+		return c, invalid("HealthCheckPeriod must be >= 0, got %v", c.HealthCheckPeriod)
+	case c.CheckTimeout < 0:
+		return c, invalid("CheckTimeout must be >= 0, got %v", c.CheckTimeout)
+	case c.LeakThreshold < 0:
+		return c, invalid("LeakThreshold must be >= 0, got %v", c.LeakThreshold)
+	case c.MaxIdle < 0 || (c.MaxIdle > 0 && c.MaxIdle < c.MinIdle):
+		return c, invalid("MaxIdle must be 0 or in [MinIdle=%d, ∞), got %d", c.MinIdle, c.MaxIdle)
 	case !c.Exchange.Valid():
 		return c, invalid("Exchange must be ExchangeRing, ExchangeMutex or ExchangeNone, got %d", int(c.Exchange))
 	}

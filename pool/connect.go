@@ -35,21 +35,27 @@ type connResult[T any] struct {
 	err error
 }
 
-// startDial starts a connect in a slot the caller reserved. req is nil for a
-// background connect (its object goes to a waiter or the idle set).
-func (p *Pool[T]) startDial(req *connReq[T]) {
+// startDial starts a connect in a slot the caller reserved. cause is the
+// context of the call that asked for it (Background for the maintainer's):
+// the connect carries its values. req is nil for a background connect (its
+// object goes to a waiter or the idle set).
+func (p *Pool[T]) startDial(cause context.Context, req *connReq[T]) {
 	p.goroutines.Add(1)
-	go p.dial(req)
+	go p.dial(cause, req)
 }
 
-// dial runs one Manager.Connect on its own goroutine, under the pool's
-// context (cancelled by Close) and ConnectTimeout, never under the
-// acquirer's: a connect outlives an acquirer that gave up (pgx #1259).
-func (p *Pool[T]) dial(req *connReq[T]) {
+// dial runs one Manager.Connect on its own goroutine, cancelled by Close and
+// bounded by ConnectTimeout, never by the acquirer's context: a connect
+// outlives an acquirer that gave up (pgx #1259).
+func (p *Pool[T]) dial(cause context.Context, req *connReq[T]) {
 	defer p.goExit()
 	p.counters.connects.Add(1)
 	epoch := p.epoch.Load()
-	v, err := p.connect()
+	var start time.Duration
+	if p.cfg.Observer != nil {
+		start = p.now()
+	}
+	v, err := p.connect(cause)
 	var e *entry[T]
 	if err != nil {
 		p.counters.connectErrs.Add(1)
@@ -58,6 +64,9 @@ func (p *Pool[T]) dial(req *connReq[T]) {
 	} else {
 		p.failures.Store(0)
 		e = p.newEntry(v, epoch)
+	}
+	if p.cfg.Observer != nil {
+		p.observeConnect(cause, start, e, err)
 	}
 	if req != nil && req.state.CompareAndSwap(0, reqDelivered) {
 		req.ch <- connResult[T]{e, err}
@@ -75,12 +84,13 @@ func (p *Pool[T]) dial(req *connReq[T]) {
 	}
 }
 
-// connect runs Manager.Connect when the MaxConnecting semaphore lets it. A
-// connect cut short by Close returns an error matching ErrClosed and nothing
+// connect runs Manager.Connect when the MaxConnecting semaphore lets it,
+// under a context that carries cause's values (not its cancellation or
+// deadline), is cancelled by Close and ends after ConnectTimeout. A connect cut short by Close returns an error matching ErrClosed and nothing
 // else (the manager's error is kept in the message); one that ran past
 // ConnectTimeout, an error matching ErrTimeout and
 // context.DeadlineExceeded as well as the manager's error.
-func (p *Pool[T]) connect() (v T, err error) {
+func (p *Pool[T]) connect(cause context.Context) (v T, err error) {
 	select {
 	case p.sem <- struct{}{}:
 		defer func() { <-p.sem }()
@@ -90,7 +100,7 @@ func (p *Pool[T]) connect() (v T, err error) {
 	if p.ctx.Err() != nil { // both cases may be ready: Close wins
 		return v, ErrClosed
 	}
-	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.ConnectTimeout)
+	ctx, cancel := p.connectContext(cause)
 	defer cancel()
 	v, err = p.mgr.Connect(ctx)
 	switch {
@@ -126,7 +136,7 @@ func (e *connectTimeoutError) Unwrap() []error {
 // bad, with the reason to close it, for the caller to retry with.
 func (p *Pool[T]) connectFor(ctx context.Context, t *acqTimer) (l Lease[T], bad *entry[T], reason int, err error) {
 	req := &connReq[T]{ch: make(chan connResult[T], 1)}
-	p.startDial(req)
+	p.startDial(ctx, req)
 	var r connResult[T]
 	select {
 	case r = <-req.ch:
@@ -162,6 +172,7 @@ func (p *Pool[T]) connectFor(ctx context.Context, t *acqTimer) (l Lease[T], bad 
 		return l, e, reason, nil
 	}
 	p.counters.acqOther.Add(1)
+	e.path = PathConnect
 	return Lease[T]{e, e.state.Load()}, nil, 0, nil
 }
 
@@ -184,9 +195,12 @@ func (p *Pool[T]) backingOff() bool {
 // its own, and then frees its slot: until Close returns, v counts in live
 // and in closing, so that created == closed + detached + live holds whenever
 // nothing is in flight.
-func (p *Pool[T]) closeOne(v T, r int) {
+func (p *Pool[T]) closeOne(v T, r int, n *closeNote) {
 	defer p.goExit()
-	_ = p.mgr.Close(v)
+	err := p.mgr.Close(v)
+	if n != nil {
+		p.observeClose(n, r, err)
+	}
 	p.closed(r)
 }
 
@@ -238,4 +252,11 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// connectContext returns the context of one Manager.Connect (see connect).
+func (p *Pool[T]) connectContext(cause context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(cause), p.cfg.ConnectTimeout)
+	stop := context.AfterFunc(p.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
 }

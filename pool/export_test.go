@@ -26,3 +26,6 @@ var TickFor = tickFor
 // DropHints empties the per-P stacks and the exchange of hints, leaving the
 // idle objects idle: only a registry scan can find them then.
 func (p *Pool[T]) DropHints() { p.dropHints() }
+
+// FindLeaks runs the maintainer's leak scan on the caller's goroutine.
+func (p *Pool[T]) FindLeaks() { p.findLeaks() }

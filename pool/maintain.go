@@ -1,6 +1,9 @@
 package pool
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // reapEvery is the number of clock ticks between two reaping passes.
 const reapEvery = 4
@@ -9,11 +12,12 @@ const reapEvery = 4
 const clockResolution = 100 * time.Millisecond
 
 // tickFor returns the maintainer's tick, which is also the resolution of the
-// coarse clock: an eighth of the shortest of MaxIdleTime and MaxLifetime,
-// clamped to [1ms, clockResolution]; clockResolution when neither is set.
+// coarse clock: an eighth of the shortest of MaxIdleTime, MaxLifetime,
+// HealthCheckPeriod and LeakThreshold, clamped to [1ms, clockResolution];
+// clockResolution when none is set.
 func tickFor(c Config) time.Duration {
 	var d time.Duration
-	for _, x := range []time.Duration{c.MaxIdleTime, c.MaxLifetime} {
+	for _, x := range []time.Duration{c.MaxIdleTime, c.MaxLifetime, c.HealthCheckPeriod, c.LeakThreshold} {
 		if x > 0 && (d == 0 || x < d) {
 			d = x
 		}
@@ -50,6 +54,12 @@ func (p *Pool[T]) maintain() {
 		p.publishClock()
 		if poked || (timed && ticks%reapEvery == 0) || p.needsReap() {
 			p.reap()
+		}
+		if p.cfg.LeakThreshold > 0 {
+			p.findLeaks()
+		}
+		if p.cfg.HealthCheckPeriod > 0 {
+			p.healthTick()
 		}
 		p.warm()
 	}
@@ -110,13 +120,14 @@ func (p *Pool[T]) reap() {
 
 // warm starts background connects while fewer than MinIdle objects are idle
 // (within MaxSize and MaxConnecting), unless connects are backing off.
+// Objects under a health check count as idle.
 func (p *Pool[T]) warm() {
 	if p.cfg.MinIdle == 0 || p.backingOff() || p.state.Load()&closedBit != 0 {
 		return
 	}
 	connecting := int(p.connecting.Load())
-	need := min(p.cfg.MinIdle-p.idleLen()-connecting, p.cfg.MaxConnecting-connecting)
+	need := min(p.cfg.MinIdle-p.idleLen()-int(p.checking.Load())-connecting, p.cfg.MaxConnecting-connecting)
 	for ; need > 0 && p.reserve(); need-- {
-		p.startDial(nil)
+		p.startDial(context.Background(), nil)
 	}
 }

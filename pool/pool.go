@@ -28,7 +28,13 @@ type ReleaseChecker[T any] interface {
 const (
 	closedBit    = int64(1) << 62 // Close has begun
 	shrinkingBit = int64(1) << 61 // live may exceed maxSize (SetMaxSize shrank it)
-	waiterMask   = shrinkingBit - 1
+	// The hook bits are set by New, for good, when an option needs a slow
+	// path: acqHookBit (Observer, LeakThreshold) keeps Acquire off its fast
+	// path, and either bit keeps Release off its own (put's state != 0), so
+	// that the fast paths pay nothing for options that are not set.
+	acqHookBit = int64(1) << 60
+	relHookBit = int64(1) << 59 // MaxIdle
+	waiterMask = relHookBit - 1
 )
 
 // maxExchangeCap bounds the exchange's capacity: it holds hints, and an idle
@@ -122,6 +128,13 @@ type Pool[T any] struct {
 	skew atomic.Int64
 
 	counters counters
+
+	// Health checks (health.go): checking counts objects under a check
+	// (they count as idle for MinIdle); healthRunning is set while a pass
+	// runs; nextHealth (clock ns) is the maintainer's own.
+	checking      atomic.Int64
+	healthRunning atomic.Bool
+	nextHealth    int64
 }
 
 // now returns the precise time on the clock's scale (ns since start). Slow
@@ -175,6 +188,13 @@ type entry[T any] struct {
 	// time at the last release) and Uses (the hand-out count) are kept up to
 	// date in place, so that a hand-out builds no Metrics value.
 	m manager.Metrics
+	// path is how the current holder's Acquire found the object, for the
+	// Observer; set on the slow paths only (a hooked pool takes no other).
+	path AcquirePath
+	// leak is the record of the Acquire that took the object, with
+	// LeakThreshold set (see leak.go): written by that acquirer, read by
+	// the maintainer, hence atomic.
+	leak atomic.Pointer[leakRec]
 }
 
 // New returns a pool of objects made by m. It returns an error matching
@@ -202,6 +222,7 @@ func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 		doneCh:  make(chan struct{}),
 	}
 	p.relCheck, _ = m.(ReleaseChecker[T])
+	p.setHooks()
 	p.reg.init(min(cfg.MaxSize, 64))
 	p.clock.Store(&tick{at: p.start})
 	p.ctx, p.cancel = context.WithCancelCause(context.Background())
@@ -346,7 +367,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 	if ctx.Err() != nil {
 		return Lease[T]{}, p.ctxFail(ctx)
 	}
-	if p.state.Load()&(closedBit|waiterMask) == 0 {
+	if p.state.Load()&(closedBit|acqHookBit|waiterMask) == 0 {
 		// Local.Pop's steps, inlined: the only calls are the runtime's pin
 		// and unpin. A nil stack (synchronised builds, or a P beyond the
 		// table) misses here; the slow path's take pops the whole way.
@@ -382,6 +403,9 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 			}
 		}
 	}
+	if p.state.Load()&acqHookBit != 0 {
+		return p.acquireHooked(ctx, true)
+	}
 	return p.acquireSlow(ctx, true)
 }
 
@@ -408,6 +432,9 @@ func (p *Pool[T]) TryAcquire(ctx context.Context) (Lease[T], error) {
 	if ctx.Err() != nil {
 		return Lease[T]{}, p.ctxFail(ctx)
 	}
+	if p.state.Load()&acqHookBit != 0 {
+		return p.acquireHooked(ctx, false)
+	}
 	return p.acquireSlow(ctx, false)
 }
 
@@ -431,6 +458,7 @@ func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) 
 				if src != srcLocal {
 					p.counters.acqOther.Add(1)
 				}
+				e.path = AcquirePath(src)
 				return Lease[T]{e, e.state.Load()}, nil
 			}
 			if src == srcLocal {
@@ -444,17 +472,17 @@ func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) 
 		}
 		if !wait {
 			if !p.backingOff() && p.reserve() {
-				p.startDial(nil)
+				p.startDial(ctx, nil)
 			}
 			return Lease[T]{}, ErrExhausted
 		}
 		if p.reserve() {
-			return p.block(ctx, &t, true)
+			return p.blockTimed(ctx, &t, true)
 		}
 	} else if !wait {
 		return Lease[T]{}, ErrExhausted
 	}
-	return p.block(ctx, &t, false)
+	return p.blockTimed(ctx, &t, false)
 }
 
 // Reasons an object is closed.
@@ -468,6 +496,8 @@ const (
 	reasonReleaseCheck
 	reasonShrink
 	reasonClosed
+	reasonMaxIdle
+	reasonHealth
 	nReasons
 )
 
@@ -604,6 +634,10 @@ func (p *Pool[T]) giveBack(e *entry[T]) {
 	if s&waiterMask != 0 && p.handoff(hand[T]{e: e}) {
 		return
 	}
+	if p.cfg.MaxIdle > 0 && p.idleAtLeast(p.cfg.MaxIdle) {
+		p.discard(e, reasonMaxIdle)
+		return
+	}
 	p.publish(e)
 	if p.state.Load() != 0 {
 		p.afterPublish()
@@ -647,7 +681,7 @@ func (p *Pool[T]) closeClaimed(e *entry[T], r int) {
 	v := e.value
 	p.forget(e)
 	p.goroutines.Add(1)
-	go p.closeOne(v, r)
+	go p.closeOne(v, r, p.noteClose(e))
 }
 
 // forget removes an entry the caller holds (and will never give back) from

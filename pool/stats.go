@@ -19,6 +19,8 @@ type counters struct {
 	waits, timeouts, cancels   atomic.Uint64
 	waitNanos                  atomic.Int64
 	closed                     [nReasons]atomic.Uint64
+	waitHist                   waitHist
+	leaks, healthChecks        atomic.Uint64
 }
 
 // Stats is a snapshot of a pool's gauges and counters. The slot counts —
@@ -50,6 +52,18 @@ type Stats struct {
 	Timeouts      uint64 // Acquires ended by a deadline (ctx's, AcquireTimeout, or a connect past ConnectTimeout)
 	Cancels       uint64 // Acquires ended by a cancellation of their context
 
+	// Blocked counts the Acquires that could not be served at once and
+	// connected or queued, whatever their outcome: the count of the wait
+	// histogram. (The others took an idle object: no wait worth a bucket.)
+	Blocked uint64
+	// WaitBuckets is the histogram of the time the Blocked acquires took,
+	// from the start of their connect or wait to their return: cumulative
+	// counts, WaitBuckets[i] those that took at most WaitBucketBound(i)
+	// (1µs << i); Blocked is the +Inf bucket.
+	WaitBuckets  [NumWaitBuckets]uint64
+	Leaks        uint64 // leases reported held longer than LeakThreshold
+	HealthChecks uint64 // background health checks run (ClosedHealthCheck of them failed)
+
 	Closed             uint64 // objects whose Manager.Close has returned (Closing counts those still queued or in it): the sum of the Closed* reasons below
 	ClosedLifetime     uint64
 	ClosedIdle         uint64 // idle longer than MaxIdleTime
@@ -60,6 +74,8 @@ type Stats struct {
 	ClosedReleaseCheck uint64 // ReleaseChecker refused it
 	ClosedShrink       uint64 // above MaxSize after SetMaxSize
 	ClosedPool         uint64 // the pool was closed
+	ClosedMaxIdle      uint64 // released while MaxIdle objects were idle
+	ClosedHealthCheck  uint64 // failed a background health check
 }
 
 // Stats returns a snapshot of the pool's gauges and counters. It is always
@@ -98,7 +114,12 @@ func (p *Pool[T]) Stats() Stats {
 		ClosedReleaseCheck: sl.closed[reasonReleaseCheck],
 		ClosedShrink:       sl.closed[reasonShrink],
 		ClosedPool:         sl.closed[reasonClosed],
+		ClosedMaxIdle:      sl.closed[reasonMaxIdle],
+		ClosedHealthCheck:  sl.closed[reasonHealth],
+		Leaks:              c.leaks.Load(),
+		HealthChecks:       c.healthChecks.Load(),
 	}
+	s.WaitBuckets, s.Blocked = c.waitHist.read()
 	s.Leased = max(s.Live-s.Idle-s.Connecting-s.Closing, 0)
 	if a := int64(s.LocalHits+c.acqOther.Load()) - int64(c.localMiss.Load()); a > 0 {
 		s.Acquires = uint64(a)

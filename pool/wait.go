@@ -255,6 +255,7 @@ func (p *Pool[T]) block(ctx context.Context, t *acqTimer, slot bool) (Lease[T], 
 				case 0:
 					p.counters.acqOther.Add(1)
 					p.counters.handoffs.Add(1)
+					h.e.path = PathWait
 					return Lease[T]{h.e, h.e.state.Load()}, nil
 				case checkCanceled:
 					p.giveBack(h.e)

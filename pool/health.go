@@ -1,0 +1,96 @@
+package pool
+
+import (
+	"context"
+	"sync"
+)
+
+// Health checks.
+//
+// Every HealthCheckPeriod the maintainer starts a pass (on a goroutine of
+// its own, so that the clock keeps ticking; one pass at a time) that visits
+// every idle object, claiming one at a time like reap, and checks those idle
+// for at least the period with Manager.Recycle, at most MaxConnecting at
+// once. A claimed object is held: it is not handed out, and acquirers find
+// the others, connect or wait as they would anyway — none waits for a check.
+// A passed object is given back (to the oldest waiter, or idle), keeping its
+// last-used time, so that an object that stays idle is checked every period;
+// a failed one is closed (CloseHealthCheck), and the maintainer's next tick
+// connects replacements while fewer than MinIdle are idle. Objects under
+// check count as idle for MinIdle (checking), so a pass makes no connects.
+
+// healthTick starts a pass when the period has come round and none runs.
+// Maintainer only.
+func (p *Pool[T]) healthTick() {
+	now := p.clock.Load().ns
+	if now < p.nextHealth {
+		return
+	}
+	p.nextHealth = now + int64(p.cfg.HealthCheckPeriod)
+	if !p.healthRunning.CompareAndSwap(false, true) {
+		return
+	}
+	p.goroutines.Add(1)
+	go p.healthPass(now)
+}
+
+// healthPass checks every object idle since before now − HealthCheckPeriod.
+func (p *Pool[T]) healthPass(now int64) {
+	defer p.goExit()
+	defer p.healthRunning.Store(false)
+	period := int64(p.cfg.HealthCheckPeriod)
+	sem := make(chan struct{}, p.cfg.MaxConnecting)
+	var wg sync.WaitGroup
+	p.reg.each(func(e *entry[T]) {
+		if e.state.Load()&1 != 0 || p.ctx.Err() != nil {
+			return
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-p.ctx.Done():
+			return
+		}
+		if _, ok := claim(e); !ok {
+			<-sem
+			return
+		}
+		if now-e.lastUsed < period {
+			p.giveBack(e)
+			<-sem
+			return
+		}
+		p.checking.Add(1)
+		wg.Go(func() {
+			defer func() { <-sem }()
+			p.healthCheck(e)
+		})
+	})
+	wg.Wait()
+}
+
+// healthCheck checks e, which the caller claimed, and gives it back or
+// closes it. Recycle runs under the pool's context (cancelled by Close),
+// bounded by CheckTimeout (the manager's wrapper) or else by the period.
+func (p *Pool[T]) healthCheck(e *entry[T]) {
+	defer p.checking.Add(-1)
+	if r := p.expired(e); r != 0 {
+		p.discard(e, r)
+		return
+	}
+	ctx := p.ctx
+	if p.cfg.CheckTimeout == 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.cfg.HealthCheckPeriod)
+		defer cancel()
+	}
+	e.inCall = reasonHealth
+	defer e.closeIfPanicked()
+	err := p.mgr.Recycle(ctx, e.value, e.m)
+	e.inCall = 0
+	p.counters.healthChecks.Add(1)
+	if err != nil && p.ctx.Err() == nil {
+		p.discard(e, reasonHealth)
+		return
+	}
+	p.giveBack(e) // closed by giveBack if the pool is closing
+}

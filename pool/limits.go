@@ -1,0 +1,69 @@
+package pool
+
+import (
+	"context"
+	"time"
+
+	"github.com/poolkit/poolkit/manager"
+)
+
+// setHooks, called by New, sets the hook bits for the options that need a
+// slow path (see acqHookBit), and wraps the manager when CheckTimeout is set.
+// With none of those options set it changes nothing: the fast paths stay
+// exactly as they are.
+func (p *Pool[T]) setHooks() {
+	var bits int64
+	if p.cfg.Observer != nil || p.cfg.LeakThreshold > 0 {
+		bits |= acqHookBit
+	}
+	if p.cfg.MaxIdle > 0 {
+		bits |= relHookBit
+	}
+	p.state.Store(bits)
+	if d := p.cfg.CheckTimeout; d > 0 {
+		p.mgr = boundedRecycle[T]{p.mgr, d}
+	}
+}
+
+// boundedRecycle is the pool's manager when Config.CheckTimeout is set: every
+// Recycle (acquire path or health check) runs under its caller's context
+// further bounded by d. Wrapping the manager keeps check, on the hot path,
+// as it is. A Recycle cut by d fails while the acquirer's context is still
+// live, so check closes the object; one cut by the acquirer's context is the
+// caller's cancellation (checkCanceled).
+type boundedRecycle[T any] struct {
+	manager.Manager[T]
+	d time.Duration
+}
+
+func (b boundedRecycle[T]) Recycle(ctx context.Context, obj T, m manager.Metrics) error {
+	ctx, cancel := context.WithTimeout(ctx, b.d)
+	defer cancel()
+	return b.Manager.Recycle(ctx, obj, m)
+}
+
+// idleAtLeast reports whether at least n objects are idle (for MaxIdle): a
+// scan of the registry that stops at the n-th. Like Stats.Idle it is a
+// snapshot taken state by state: two releases racing may both see n-1 and
+// both publish, so the cap holds to within the number of concurrent
+// releasers, and the next release over the cap closes its object.
+func (p *Pool[T]) idleAtLeast(n int) bool {
+	a := p.reg.arr.Load()
+	for i := range a.s {
+		if e := a.s[i].Load(); e != nil && e.state.Load()&1 == 0 {
+			if n--; n <= 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Metrics returns the leased object's metrics: when it was connected, when
+// it was last released (to the resolution of the pool's clock), how many
+// times it has been handed out, this lease included, and its ID (from 1, in
+// the order connects returned; the ID in Observer events). It panics if the
+// lease has ended.
+func (l Lease[T]) Metrics() manager.Metrics {
+	return l.live().m
+}

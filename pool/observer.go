@@ -1,0 +1,255 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+	"time"
+)
+
+// Observer is told what a pool does, for logs, traces and metrics
+// (Config.Observer; NewSlogObserver is a stock one). Every method is called
+// with a context: the acquirer's for acquires; for a connect, the context of
+// the Acquire, TryAcquire or Warm that caused it (its values; the maintainer's
+// connects get a background context); for closes, a background context; for
+// a leak, the context of the Acquire that took the lease.
+//
+// Methods are called synchronously, from many goroutines at once and never
+// under a lock of the pool's: they must be safe for concurrent use and
+// should be quick (AcquireStart and AcquireEnd run on every Acquire). They
+// must not call the pool's Acquire, nor Close.
+//
+// An Observer costs every Acquire and Release the slow path (the hot path's
+// figures are in docs/BENCHMARKS.md); a pool without one pays nothing.
+type Observer interface {
+	// AcquireStart is called as an Acquire or TryAcquire begins. The
+	// context it returns is used for the rest of the Acquire — Recycle,
+	// a connect's values, AcquireEnd — so a tracer can start a span here
+	// and end it in AcquireEnd. It must not return nil.
+	AcquireStart(ctx context.Context) context.Context
+	// AcquireEnd is called as an Acquire or TryAcquire returns.
+	AcquireEnd(ctx context.Context, ev AcquireEvent)
+	// ConnectEnd is called as a Manager.Connect returns.
+	ConnectEnd(ctx context.Context, ev ConnectEvent)
+	// Closed is called as a Manager.Close returns.
+	Closed(ctx context.Context, ev CloseEvent)
+	// Leak is called once for a lease held longer than
+	// Config.LeakThreshold, while it is still held.
+	Leak(ctx context.Context, ev LeakEvent)
+}
+
+// NopObserver is an Observer that does nothing: embed it to implement only
+// some of the methods.
+type NopObserver struct{}
+
+func (NopObserver) AcquireStart(ctx context.Context) context.Context { return ctx }
+func (NopObserver) AcquireEnd(context.Context, AcquireEvent)         {}
+func (NopObserver) ConnectEnd(context.Context, ConnectEvent)         {}
+func (NopObserver) Closed(context.Context, CloseEvent)               {}
+func (NopObserver) Leak(context.Context, LeakEvent)                  {}
+
+// AcquirePath says how an Acquire found its object.
+type AcquirePath uint8
+
+const (
+	PathNone     AcquirePath = iota // the Acquire failed
+	PathLocal                       // a hint on the caller's per-P stack
+	PathExchange                    // a hint in the shared exchange
+	PathSteal                       // a scan of every live object
+	PathConnect                     // a connect of its own (possibly after queueing)
+	PathWait                        // handed over while it waited in line
+)
+
+var pathNames = [...]string{"none", "local", "exchange", "steal", "connect", "wait"}
+
+func (p AcquirePath) String() string {
+	if int(p) < len(pathNames) {
+		return pathNames[p]
+	}
+	return fmt.Sprintf("AcquirePath(%d)", uint8(p))
+}
+
+// AcquireEvent describes one Acquire or TryAcquire as it returns.
+type AcquireEvent struct {
+	Path AcquirePath
+	// Wait is how long the call took, from AcquireStart to AcquireEnd:
+	// finding, checking, and any connect or queueing.
+	Wait time.Duration
+	ID   uint64 // the object's ID (Lease.Metrics); 0 on error
+	Err  error  // what Acquire returned
+}
+
+// ConnectEvent describes one Manager.Connect.
+type ConnectEvent struct {
+	Duration time.Duration // including the wait for a MaxConnecting slot
+	ID       uint64        // the new object's ID; 0 on error
+	Err      error         // as an Acquire would return it wrapped
+}
+
+// CloseReason says why an object was closed.
+type CloseReason uint8
+
+// The reasons an object is closed, as in the Stats.Closed* counters.
+const (
+	CloseLifetime     CloseReason = reasonLifetime     // MaxLifetime
+	CloseIdle         CloseReason = reasonIdle         // MaxIdleTime
+	CloseUses         CloseReason = reasonUses         // MaxUses
+	CloseRecycle      CloseReason = reasonRecycle      // Manager.Recycle failed on the acquire path
+	CloseDestroy      CloseReason = reasonDestroy      // Lease.Destroy
+	CloseReset        CloseReason = reasonReset        // Reset
+	CloseReleaseCheck CloseReason = reasonReleaseCheck // ReleaseChecker refused it
+	CloseShrink       CloseReason = reasonShrink       // above MaxSize after SetMaxSize
+	ClosePool         CloseReason = reasonClosed       // the pool was closed
+	CloseMaxIdle      CloseReason = reasonMaxIdle      // released while MaxIdle objects were idle
+	CloseHealthCheck  CloseReason = reasonHealth       // a background health check failed
+)
+
+var reasonNames = [nReasons]string{"", "lifetime", "idle", "uses", "recycle", "destroy",
+	"reset", "release_check", "shrink", "pool_closed", "max_idle", "health_check"}
+
+func (r CloseReason) String() string {
+	if r > 0 && int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("CloseReason(%d)", uint8(r))
+}
+
+// CloseEvent describes one object's close, as Manager.Close returns.
+type CloseEvent struct {
+	Reason CloseReason
+	ID     uint64
+	Age    time.Duration // since its connect returned
+	Uses   uint64        // how many times it was handed out
+	Err    error         // Manager.Close's
+}
+
+// LeakEvent describes a lease held longer than Config.LeakThreshold.
+type LeakEvent struct {
+	ID    uint64
+	Held  time.Duration // how long it had been held when the leak was found
+	Stack string        // the goroutine stack of the Acquire that took it, one frame a line
+}
+
+// acquireHooked is the slow path of an Acquire or TryAcquire when an
+// Observer or LeakThreshold is set (acqHookBit keeps such a pool off the
+// fast path).
+func (p *Pool[T]) acquireHooked(ctx context.Context, wait bool) (Lease[T], error) {
+	obs := p.cfg.Observer
+	start := p.now()
+	if obs != nil {
+		if ctx = obs.AcquireStart(ctx); ctx == nil {
+			panic("pool: Observer.AcquireStart returned a nil Context")
+		}
+	}
+	l, err := p.acquireSlow(ctx, wait)
+	if err == nil && p.cfg.LeakThreshold > 0 {
+		p.trackLease(ctx, l, start)
+	}
+	if obs != nil {
+		ev := AcquireEvent{Wait: p.now() - start, Err: err}
+		if err == nil {
+			ev.Path, ev.ID = l.e.path, l.e.m.ID
+		}
+		obs.AcquireEnd(ctx, ev)
+	}
+	return l, err
+}
+
+// observeConnect reports a connect that started at start (p.now) to the
+// Observer; cause is the context of the call that caused it.
+func (p *Pool[T]) observeConnect(cause context.Context, start time.Duration, e *entry[T], err error) {
+	ev := ConnectEvent{Duration: p.now() - start, Err: err}
+	if e != nil {
+		ev.ID = e.m.ID
+	}
+	p.cfg.Observer.ConnectEnd(cause, ev)
+}
+
+// closeNote is what the Observer learns of a closed object, taken from its
+// entry before the entry is forgotten; nil without an Observer.
+type closeNote struct {
+	id      uint64
+	created int64
+	uses    uint64
+}
+
+func (p *Pool[T]) noteClose(e *entry[T]) *closeNote {
+	if p.cfg.Observer == nil {
+		return nil
+	}
+	return &closeNote{id: e.m.ID, created: e.created, uses: e.m.Uses}
+}
+
+func (p *Pool[T]) observeClose(n *closeNote, r int, err error) {
+	p.cfg.Observer.Closed(context.Background(), CloseEvent{Reason: CloseReason(r), ID: n.id,
+		Age: p.now() - time.Duration(n.created), Uses: n.uses, Err: err})
+}
+
+// NumWaitBuckets is the number of buckets of Stats.WaitBuckets.
+const NumWaitBuckets = 24
+
+// WaitBucketBound returns the upper bound of bucket i of Stats.WaitBuckets:
+// 1µs << i, from 1µs to about 8.4s.
+func WaitBucketBound(i int) time.Duration { return time.Microsecond << i }
+
+// waitHist is a histogram of the time Acquires spent blocked (connecting or
+// queued), in log2 buckets of microseconds: an observation is one atomic add
+// to its bucket, and Stats sums the buckets into cumulative counts. The last
+// counter collects what exceeds the last bound.
+type waitHist struct {
+	n [NumWaitBuckets + 1]atomic.Uint64
+}
+
+func (h *waitHist) observe(d time.Duration) {
+	i := 0
+	if d > time.Microsecond {
+		// d in (2^(i-1), 2^i] µs lands in bucket i.
+		i = bits.Len64(uint64(d-1) / uint64(time.Microsecond))
+	}
+	h.n[min(i, NumWaitBuckets)].Add(1)
+}
+
+// read returns the cumulative counts and the total.
+func (h *waitHist) read() (c [NumWaitBuckets]uint64, total uint64) {
+	for i := range h.n {
+		total += h.n[i].Load()
+		if i < NumWaitBuckets {
+			c[i] = total
+		}
+	}
+	return c, total
+}
+
+// blockTimed is block, timed into the wait histogram; an error that ends
+// the Acquire on a deadline is given the pool's state at that moment.
+func (p *Pool[T]) blockTimed(ctx context.Context, t *acqTimer, slot bool) (Lease[T], error) {
+	start := p.now()
+	l, err := p.block(ctx, t, slot)
+	p.counters.waitHist.observe(p.now() - start)
+	if err != nil && errors.Is(err, ErrTimeout) {
+		err = p.withState(err)
+	}
+	return l, err
+}
+
+// withState adds the pool's state to err's message; err still matches what
+// it matched.
+func (p *Pool[T]) withState(err error) error {
+	idle := p.idleLen()
+	live, connecting, closing := p.live.Load(), p.connecting.Load(), p.closing.Load()
+	return &stateError{err: err, state: fmt.Sprintf("live=%d idle=%d leased=%d waiting=%d",
+		live, idle, max(live-int64(idle)-connecting-closing, 0), p.state.Load()&waiterMask)}
+}
+
+// stateError is an error with the pool's state when it happened, like
+// "pool: acquire timed out: context deadline exceeded (live=8 idle=0
+// leased=8 waiting=12)".
+type stateError struct {
+	err   error
+	state string
+}
+
+func (e *stateError) Error() string { return e.err.Error() + " (" + e.state + ")" }
+func (e *stateError) Unwrap() error { return e.err }

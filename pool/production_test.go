@@ -1,0 +1,429 @@
+package pool_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/poolkit/poolkit/internal/ptest"
+	"github.com/poolkit/poolkit/manager"
+	"github.com/poolkit/poolkit/pool"
+)
+
+// recorder is an Observer that keeps every event.
+type recorder struct {
+	mu       sync.Mutex
+	acquires []pool.AcquireEvent
+	connects []pool.ConnectEvent
+	closes   []pool.CloseEvent
+	leaks    chan pool.LeakEvent
+	starts   int
+	ctxKey   any // AcquireStart adds ctxKey → "span" to the context
+}
+
+func newRecorder() *recorder {
+	return &recorder{leaks: make(chan pool.LeakEvent, 16), ctxKey: spanKey{}}
+}
+
+type spanKey struct{}
+
+func (r *recorder) AcquireStart(ctx context.Context) context.Context {
+	r.mu.Lock()
+	r.starts++
+	r.mu.Unlock()
+	return context.WithValue(ctx, r.ctxKey, "span")
+}
+
+func (r *recorder) AcquireEnd(ctx context.Context, ev pool.AcquireEvent) {
+	if ctx.Value(spanKey{}) != "span" {
+		panic("AcquireEnd without AcquireStart's context")
+	}
+	r.mu.Lock()
+	r.acquires = append(r.acquires, ev)
+	r.mu.Unlock()
+}
+
+func (r *recorder) ConnectEnd(_ context.Context, ev pool.ConnectEvent) {
+	r.mu.Lock()
+	r.connects = append(r.connects, ev)
+	r.mu.Unlock()
+}
+
+func (r *recorder) Closed(_ context.Context, ev pool.CloseEvent) {
+	r.mu.Lock()
+	r.closes = append(r.closes, ev)
+	r.mu.Unlock()
+}
+
+func (r *recorder) Leak(_ context.Context, ev pool.LeakEvent) { r.leaks <- ev }
+
+func (r *recorder) lastAcquire() pool.AcquireEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.acquires[len(r.acquires)-1]
+}
+
+func TestProductionOptionsAreValidated(t *testing.T) {
+	for _, tc := range []struct {
+		cfg   pool.Config
+		field string
+	}{
+		{pool.Config{MaxSize: 1, HealthCheckPeriod: -1}, "HealthCheckPeriod"},
+		{pool.Config{MaxSize: 1, CheckTimeout: -1}, "CheckTimeout"},
+		{pool.Config{MaxSize: 1, LeakThreshold: -1}, "LeakThreshold"},
+		{pool.Config{MaxSize: 1, MaxIdle: -1}, "MaxIdle"},
+		{pool.Config{MaxSize: 4, MinIdle: 3, MaxIdle: 2}, "MaxIdle"},
+	} {
+		_, err := pool.New[*obj](&fakeMgr{}, tc.cfg)
+		require.ErrorIs(t, err, pool.ErrInvalidConfig)
+		require.Contains(t, err.Error(), "Config."+tc.field)
+	}
+}
+
+func TestMaxIdleClosesSurplusOnRelease(t *testing.T) {
+	f := &fakeMgr{}
+	p := newPool(t, f, pool.Config{MaxSize: 5, MaxIdle: 2})
+	var ls []pool.Lease[*obj]
+	for range 5 {
+		ls = append(ls, acquire(t, p))
+	}
+	for _, l := range ls {
+		l.Release()
+	}
+	s := settle(t, p)
+	require.Equal(t, 2, s.Idle)
+	require.Equal(t, uint64(3), s.ClosedMaxIdle)
+	require.Equal(t, 2, s.Live)
+	// A waiter is served before the cap is looked at.
+	held := []pool.Lease[*obj]{acquire(t, p), acquire(t, p)}
+	p.SetMaxSize(2)
+	got := make(chan pool.Lease[*obj])
+	go func() {
+		l, err := p.Acquire(context.Background())
+		if err == nil {
+			got <- l
+		}
+		close(got)
+	}()
+	require.Eventually(t, func() bool { return p.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	held[0].Release()
+	l, ok := <-got
+	require.True(t, ok)
+	l.Release()
+	held[1].Release()
+	require.Equal(t, uint64(3), settle(t, p).ClosedMaxIdle)
+}
+
+// blockingRecycle blocks every Recycle until its context ends, and returns
+// the context's error.
+func blockingRecycle(ctx context.Context, _ *obj, _ manager.Metrics) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestCheckTimeoutClosesTheObjectButTheCallersContextDoesNot(t *testing.T) {
+	f := &fakeMgr{recycle: blockingRecycle}
+	p := newPool(t, f, pool.Config{MaxSize: 2, CheckTimeout: 20 * time.Millisecond})
+	acquire(t, p).Release() // used once: the next hand-out is recycled
+
+	// The check is cut by CheckTimeout: the object is closed, and the
+	// Acquire goes on to connect a new one.
+	l := acquire(t, p)
+	require.Equal(t, int64(2), l.Value().id)
+	l.Release()
+	require.Equal(t, uint64(1), settle(t, p).ClosedRecycle)
+
+	// The caller's deadline comes first: its error, and nothing closed.
+	p2 := newPool(t, &fakeMgr{recycle: blockingRecycle}, pool.Config{MaxSize: 2, CheckTimeout: time.Hour})
+	acquire(t, p2).Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := p2.Acquire(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	s := settle(t, p2)
+	require.Zero(t, s.Closed)
+	require.Equal(t, 1, s.Idle)
+}
+
+func TestLeaseMetricsDescribeTheLeasedObject(t *testing.T) {
+	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 2})
+	before := time.Now()
+	l := acquire(t, p)
+	m := l.Metrics()
+	require.Equal(t, uint64(1), m.ID)
+	require.Equal(t, uint64(1), m.Uses, "Uses counts this lease")
+	require.False(t, m.Created.Before(before.Add(-time.Second)))
+	l.Release()
+	l = acquire(t, p)
+	require.Equal(t, uint64(2), l.Metrics().Uses)
+	l.Release()
+	require.Panics(t, func() { l.Metrics() })
+}
+
+func TestObserverSeesEveryAcquirePathConnectAndClose(t *testing.T) {
+	ptest.OneP(t) // the local path needs the release and the Acquire on one P
+	r := newRecorder()
+	f := &fakeMgr{}
+	caller, cancel := context.WithCancel(context.Background())
+	var value any
+	var errAfterCancel error
+	f.connect = func(ctx context.Context) error {
+		value = ctx.Value(spanKey{})
+		cancel() // the Acquire gives up; the connect goes on
+		errAfterCancel = ctx.Err()
+		return nil
+	}
+	p := newPool(t, f, pool.Config{MaxSize: 1, Observer: r})
+	_, err := p.Acquire(caller)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, pool.PathNone, r.lastAcquire().Path)
+	require.ErrorIs(t, r.lastAcquire().Err, context.Canceled)
+	// The connect carried the Acquire's values (AcquireStart's included),
+	// not its cancellation.
+	require.Equal(t, "span", value)
+	require.NoError(t, errAfterCancel)
+	f.connect = nil
+
+	acquire(t, p).Destroy() // the object connected for the Acquire that gave up
+	settle(t, p)
+	l := acquire(t, p)
+	require.Equal(t, pool.AcquireEvent{Path: pool.PathConnect, ID: 2, Wait: r.lastAcquire().Wait}, r.lastAcquire())
+	l.Release()
+	acquire(t, p).Release()
+	require.Equal(t, pool.PathLocal, r.lastAcquire().Path)
+
+	p.DropHints()
+	l = acquire(t, p)
+	require.Equal(t, pool.PathSteal, r.lastAcquire().Path)
+
+	got := make(chan error)
+	go func() {
+		l, err := p.Acquire(context.Background())
+		if err == nil {
+			l.Destroy()
+		}
+		got <- err
+	}()
+	require.Eventually(t, func() bool { return p.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	l.Release()
+	require.NoError(t, <-got)
+	require.Equal(t, pool.PathWait, r.lastAcquire().Path)
+	settle(t, p)
+	r.mu.Lock()
+	require.Len(t, r.connects, 2)
+	require.Equal(t, uint64(1), r.connects[0].ID)
+	require.Equal(t, uint64(2), r.connects[1].ID)
+	require.Len(t, r.closes, 2)
+	require.Equal(t, pool.CloseEvent{Reason: pool.CloseDestroy, ID: 1, Uses: 1, Age: r.closes[0].Age}, r.closes[0])
+	require.Equal(t, pool.CloseEvent{Reason: pool.CloseDestroy, ID: 2, Uses: 4, Age: r.closes[1].Age}, r.closes[1])
+	require.Equal(t, 6, r.starts)
+	r.mu.Unlock()
+}
+
+func TestObserverSeesConnectErrors(t *testing.T) {
+	r := newRecorder()
+	f := &fakeMgr{connect: func(context.Context) error { return errFake }}
+	p := newPool(t, f, pool.Config{MaxSize: 1, Observer: r})
+	_, err := p.Acquire(context.Background())
+	require.ErrorIs(t, err, errFake)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	require.Len(t, r.connects, 1)
+	require.ErrorIs(t, r.connects[0].Err, errFake)
+	require.Zero(t, r.connects[0].ID)
+}
+
+func TestWaitHistogramCountsBlockedAcquires(t *testing.T) {
+	var p *pool.Pool[*obj]
+	f := &fakeMgr{connect: func(context.Context) error {
+		p.AdvanceClock(100 * time.Millisecond) // the connect "takes" 100ms
+		return nil
+	}}
+	p = newPool(t, f, pool.Config{MaxSize: 2})
+	l := acquire(t, p) // connects: blocked
+	l.Release()
+	acquire(t, p).Release() // idle: not blocked
+	s := p.Stats()
+	require.Equal(t, uint64(1), s.Blocked)
+	require.Zero(t, s.WaitBuckets[16], "nothing at or below %v", pool.WaitBucketBound(16))
+	require.Equal(t, uint64(1), s.WaitBuckets[pool.NumWaitBuckets-1])
+	for i := 1; i < pool.NumWaitBuckets; i++ {
+		require.LessOrEqual(t, s.WaitBuckets[i-1], s.WaitBuckets[i], "cumulative")
+	}
+	require.Equal(t, time.Microsecond, pool.WaitBucketBound(0))
+}
+
+func TestTimeoutErrorCarriesThePoolsState(t *testing.T) {
+	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
+	l := acquire(t, p)
+	defer l.Release()
+	tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+	defer tcancel()
+	_, err := p.Acquire(tctx)
+	require.ErrorIs(t, err, pool.ErrTimeout)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Contains(t, err.Error(), "(live=1 idle=0 leased=1 waiting=0)")
+	// A cancellation is not a timeout: no state.
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(5*time.Millisecond, cancel)
+	_, err = p.Acquire(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotContains(t, err.Error(), "live=")
+}
+
+// leakyAcquire takes a lease and keeps it: the leak report names it.
+func leakyAcquire(t *testing.T, p *pool.Pool[*obj]) pool.Lease[*obj] {
+	return acquire(t, p)
+}
+
+func TestLeakIsReportedOnceWithTheAcquiresStack(t *testing.T) {
+	r := newRecorder()
+	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 2, LeakThreshold: 20 * time.Millisecond, Observer: r})
+	acquire(t, p).Release() // short: no report
+	l := leakyAcquire(t, p)
+	var ev pool.LeakEvent
+	select {
+	case ev = <-r.leaks:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no leak report")
+	}
+	require.Equal(t, uint64(1), ev.ID)
+	require.GreaterOrEqual(t, ev.Held, 20*time.Millisecond)
+	require.True(t, strings.HasPrefix(ev.Stack, "github.com/poolkit/poolkit/pool_test.acquire\n"), ev.Stack)
+	require.Contains(t, ev.Stack, "pool_test.leakyAcquire")
+	p.FindLeaks()
+	p.FindLeaks()
+	require.Equal(t, uint64(1), p.Stats().Leaks, "reported once")
+	require.Empty(t, r.leaks)
+	l.Release()
+}
+
+func TestLeakDetectionWorksWithoutObserver(t *testing.T) {
+	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1, LeakThreshold: time.Millisecond})
+	l := acquire(t, p)
+	require.Eventually(t, func() bool { return p.Stats().Leaks == 1 }, 5*time.Second, time.Millisecond)
+	l.Release()
+	// The record of an ended lease is never reported.
+	l = acquire(t, p)
+	l.Release()
+	p.AdvanceClock(time.Second)
+	p.FindLeaks()
+	require.Equal(t, uint64(1), p.Stats().Leaks)
+}
+
+func TestWarmConnectsMinIdleWithTheCallersValues(t *testing.T) {
+	f := &fakeMgr{}
+	var bad sync.Once
+	var missing bool
+	f.connect = func(ctx context.Context) error {
+		if ctx.Value(spanKey{}) == nil {
+			bad.Do(func() { missing = true })
+		}
+		return nil
+	}
+	p := newPool(t, f, pool.Config{MaxSize: 8, MinIdle: 5})
+	ctx := context.WithValue(context.Background(), spanKey{}, "span")
+	require.NoError(t, p.Warm(ctx))
+	require.GreaterOrEqual(t, p.Stats().Live, 5)
+	_ = missing // the maintainer's own connects carry no values
+	require.NoError(t, p.Warm(ctx), "nothing to do")
+}
+
+func TestWarmReturnsTheFirstConnectErrorWhenItsContextEnds(t *testing.T) {
+	var n int
+	var mu sync.Mutex
+	f := &fakeMgr{connect: func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return errors.New("connect " + strings.Repeat("I", n))
+	}}
+	p := newPool(t, f, pool.Config{MaxSize: 2, MinIdle: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := p.Warm(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Contains(t, err.Error(), "pool: Warm: connect: connect I")
+	_ = p.Close(context.Background())
+	require.ErrorIs(t, p.Warm(context.Background()), pool.ErrClosed)
+}
+
+func TestHealthCheckClosesDeadIdleObjectsAndReplacesThem(t *testing.T) {
+	f := &fakeMgr{}
+	f.recycle = func(_ context.Context, o *obj, _ manager.Metrics) error {
+		if o.id <= 3 {
+			return errFake // the first three "died" while idle
+		}
+		return nil
+	}
+	p := newPool(t, f, pool.Config{MaxSize: 6, MinIdle: 3, HealthCheckPeriod: 10 * time.Millisecond})
+	require.NoError(t, p.Warm(context.Background()))
+	require.Eventually(t, func() bool {
+		s := p.Stats()
+		return s.ClosedHealthCheck == 3 && s.Idle == 3 && s.Closing == 0
+	}, 5*time.Second, time.Millisecond)
+	var ls []pool.Lease[*obj]
+	for range 3 {
+		l := acquire(t, p)
+		require.Greater(t, l.Value().id, int64(3), "a dead object was handed out")
+		ls = append(ls, l)
+	}
+	for _, l := range ls {
+		l.Release()
+	}
+	s := p.Stats()
+	require.Zero(t, s.ClosedRecycle, "the health checks, not the acquires, found them")
+	require.GreaterOrEqual(t, s.HealthChecks, uint64(3))
+}
+
+func TestObjectUnderHealthCheckIsNotHandedOutAndNobodyWaitsForIt(t *testing.T) {
+	inCheck := make(chan struct{}, 1)
+	release := make(chan struct{})
+	f := &fakeMgr{}
+	f.recycle = func(ctx context.Context, o *obj, _ manager.Metrics) error {
+		if ctx.Value(spanKey{}) == nil { // a health check: the pool's context
+			inCheck <- struct{}{}
+			<-release
+		}
+		return nil
+	}
+	p := newPool(t, f, pool.Config{MaxSize: 2, HealthCheckPeriod: 5 * time.Millisecond})
+	ctx := context.WithValue(context.Background(), spanKey{}, "acquirer")
+	l, err := p.Acquire(ctx)
+	require.NoError(t, err)
+	l.Release()
+	<-inCheck
+	l, err = p.Acquire(ctx) // does not wait for the check: connects
+	require.NoError(t, err)
+	require.Equal(t, int64(2), l.Value().id)
+	close(release)
+	l.Release()
+}
+
+// With the options that keep the fast paths (HealthCheckPeriod, MaxIdle not
+// reached) and with an Observer that does nothing, an Acquire+Release of an
+// idle object still allocates nothing.
+func TestProductionOptionsAllocateNothingPerAcquire(t *testing.T) {
+	for _, cfg := range []pool.Config{
+		{MaxSize: 4, HealthCheckPeriod: time.Hour, MaxIdle: 4},
+		{MaxSize: 4, Observer: pool.NopObserver{}},
+	} {
+		p := newPool(t, &fakeMgr{}, cfg)
+		ctx, cancel := context.WithCancel(context.Background())
+		acquire(t, p).Release()
+		allocs := testing.AllocsPerRun(1000, func() {
+			l, err := p.Acquire(ctx)
+			if err != nil {
+				panic(err)
+			}
+			l.Release()
+		})
+		cancel()
+		require.Zero(t, allocs, "%+v", cfg)
+	}
+}
