@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,6 +20,10 @@ func TestAcquireReleaseZeroAllocs(t *testing.T) {
 		{MaxSize: 4},
 		{MaxSize: 4, MaxIdleTime: 1 << 40, MaxLifetime: 1 << 40, MaxUses: 1 << 40, AcquireTimeout: 1 << 40},
 		{MaxSize: 4, Exchange: pool.ExchangeMutex, LocalDepth: 1},
+		// Options that leave the fast paths alone, or send both to the
+		// slow paths (MaxIdle; an Observer, here one that does nothing).
+		{MaxSize: 4, HealthCheckPeriod: time.Hour, MaxIdle: 4},
+		{MaxSize: 4, Observer: pool.NopObserver{}},
 	} {
 		p := newPool(t, &fakeMgr{}, cfg)
 		ctx, cancel := context.WithCancel(context.Background())

@@ -354,6 +354,7 @@ func TestTimeouts(t *testing.T) {
 	_, err := p.Acquire(ctx)
 	require.ErrorIs(t, err, pool.ErrTimeout)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Contains(t, err.Error(), "(live=1 idle=0 leased=1 waiting=0)", "a timeout carries the pool's state")
 
 	cause := errors.New("slow caller")
 	ctx2, cancel2 := context.WithTimeoutCause(context.Background(), 10*time.Millisecond, cause)
