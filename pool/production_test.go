@@ -398,4 +398,3 @@ func TestObjectUnderHealthCheckIsNotHandedOutAndNobodyWaitsForIt(t *testing.T) {
 	close(release)
 	l.Release()
 }
-
