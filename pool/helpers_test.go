@@ -3,6 +3,8 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,7 +17,14 @@ import (
 	"github.com/poolkit/poolkit/pool"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain says, in one line on standard error, when the Redis integration
+// test skips and how to enable it (a t.Skip message shows only with -v).
+func TestMain(m *testing.M) {
+	if os.Getenv(envRedisAddr) == "" {
+		fmt.Fprintf(os.Stderr, "pool: integration test skipped: set %s (e.g. %s=127.0.0.1:6379) to run it\n", envRedisAddr, envRedisAddr)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // obj is a test object. inUse is set while a lease holds it: a second
 // holder is a failure of exclusive ownership.

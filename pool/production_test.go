@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -398,3 +399,55 @@ func TestObjectUnderHealthCheckIsNotHandedOutAndNobodyWaitsForIt(t *testing.T) {
 	close(release)
 	l.Release()
 }
+
+// The slog observer logs connect failures, failed acquires and leaks at
+// Warn (the leak with its stack), slow acquires at Info, and nothing for a
+// quick successful Acquire.
+func TestSlogObserverLevels(t *testing.T) {
+	var buf strings.Builder
+	var mu sync.Mutex
+	h := slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(b)
+	}), &slog.HandlerOptions{Level: slog.LevelInfo})
+	var p *pool.Pool[*obj]
+	fail := true
+	f := &fakeMgr{connect: func(context.Context) error {
+		if fail {
+			return errFake
+		}
+		p.AdvanceClock(time.Second) // a slow connect
+		return nil
+	}}
+	p = newPool(t, f, pool.Config{MaxSize: 1, LeakThreshold: time.Millisecond,
+		Observer: pool.NewSlogObserver(slog.New(h), 500*time.Millisecond)})
+	_, err := p.Acquire(context.Background())
+	require.ErrorIs(t, err, errFake)
+	fail = false
+	l := acquire(t, p)
+	var out string
+	require.Eventually(t, func() bool { // the leak's line
+		mu.Lock()
+		defer mu.Unlock()
+		out = buf.String()
+		return strings.Count(out, "\n") == 4
+	}, 5*time.Second, time.Millisecond)
+	l.Release()
+	acquire(t, p).Release()
+	mu.Lock()
+	require.Equal(t, out, buf.String(), "a quick Acquire logs nothing")
+	mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 4, out)
+	require.Contains(t, lines[0], `level=WARN msg="pool: connect failed"`)
+	require.Contains(t, lines[1], `level=WARN msg="pool: acquire failed"`)
+	require.Contains(t, lines[2], `level=INFO msg="pool: slow acquire"`)
+	require.Contains(t, lines[2], `path=connect id=1`)
+	require.Contains(t, lines[3], `level=WARN msg="pool: lease held too long (leak?)" id=1`)
+	require.Contains(t, lines[3], `TestSlogObserverLevels`)
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
