@@ -50,8 +50,8 @@ func (p *Pool[T]) reserve() bool {
 	return ok
 }
 
-// unreserve gives back a reserved slot that no connect used. The caller
-// follows up (afterFree, or checkDone).
+// unreserve gives back a reserved slot whose connect never started or
+// failed. The caller follows up (afterFree, or checkDone).
 func (p *Pool[T]) unreserve() {
 	p.smu.Lock()
 	p.connecting.Add(-1)
@@ -72,10 +72,7 @@ func (p *Pool[T]) connected() uint64 {
 // connectFailed gives back the slot of a failed connect, and offers it to the
 // oldest waiter.
 func (p *Pool[T]) connectFailed() {
-	p.smu.Lock()
-	p.connecting.Add(-1)
-	p.live.Add(-1)
-	p.smu.Unlock()
+	p.unreserve()
 	p.afterFree()
 }
 
