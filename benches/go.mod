@@ -7,7 +7,6 @@ require (
 	github.com/jackc/puddle/v2 v2.2.3
 	github.com/libp2p/go-buffer-pool v0.1.0
 	github.com/poolkit/poolkit v0.0.0-00010101000000-000000000000
-	github.com/poolkit/poolkit/examples v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.11.1
 	github.com/valyala/bytebufferpool v1.0.0
 	go.uber.org/goleak v1.3.0
@@ -35,9 +34,6 @@ require (
 // The root module and the examples are not published; inside the repository
 // the go.work ties them, and these replaces keep the module buildable with
 // GOWORK=off.
-replace (
-	github.com/poolkit/poolkit => ../
-	github.com/poolkit/poolkit/examples => ../examples
-)
+replace github.com/poolkit/poolkit => ../
 
 replace github.com/poolkit/poolkit/manager/pgxmanager => ../manager/pgxmanager

@@ -1,7 +1,8 @@
 // Package echo is an in-process line-echo server for the examples, their
-// tests and benchmarks: every line a client sends ('\n'-terminated) comes back
-// unchanged. It is not under internal/ so that the benchmarks module can run
-// its end-to-end phases against it too.
+// tests and the end-to-end benchmarks: every line a client sends
+// ('\n'-terminated) comes back unchanged. It lives in the root module's
+// internal/, which the examples and benches modules may import (their import
+// paths share its parent), so that neither imports the other.
 package echo
 
 import (

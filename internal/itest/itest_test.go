@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/poolkit/poolkit/examples/internal/itest"
+	"github.com/poolkit/poolkit/internal/itest"
 )
 
 func TestUniqueNameIsShortSafeAndUnique(t *testing.T) {
