@@ -195,11 +195,12 @@ const NumWaitBuckets = 24
 func WaitBucketBound(i int) time.Duration { return time.Microsecond << i }
 
 // waitHist is a histogram of the time Acquires spent blocked (connecting or
-// queued), in log2 buckets of microseconds: an observation is one atomic add
-// to its bucket, and Stats sums the buckets into cumulative counts. The last
-// counter collects what exceeds the last bound.
+// queued), in log2 buckets of microseconds: an observation is two atomic
+// adds (its bucket, the sum), and Stats sums the buckets into cumulative
+// counts. The last counter collects what exceeds the last bound.
 type waitHist struct {
-	n [NumWaitBuckets + 1]atomic.Uint64
+	n   [NumWaitBuckets + 1]atomic.Uint64
+	sum atomic.Int64 // ns
 }
 
 func (h *waitHist) observe(d time.Duration) {
@@ -209,6 +210,7 @@ func (h *waitHist) observe(d time.Duration) {
 		i = bits.Len64(uint64(d-1) / uint64(time.Microsecond))
 	}
 	h.n[min(i, NumWaitBuckets)].Add(1)
+	h.sum.Add(int64(d))
 }
 
 // read returns the cumulative counts and the total.

@@ -251,6 +251,7 @@ func TestWaitHistogramCountsBlockedAcquires(t *testing.T) {
 	acquire(t, p).Release() // idle: not blocked
 	s := p.Stats()
 	require.Equal(t, uint64(1), s.Blocked)
+	require.GreaterOrEqual(t, s.BlockedTime, 100*time.Millisecond)
 	require.Zero(t, s.WaitBuckets[16], "nothing at or below %v", pool.WaitBucketBound(16))
 	require.Equal(t, uint64(1), s.WaitBuckets[pool.NumWaitBuckets-1])
 	for i := 1; i < pool.NumWaitBuckets; i++ {

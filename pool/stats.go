@@ -61,8 +61,9 @@ type Stats struct {
 	// counts, WaitBuckets[i] those that took at most WaitBucketBound(i)
 	// (1µs << i); Blocked is the +Inf bucket.
 	WaitBuckets  [NumWaitBuckets]uint64
-	Leaks        uint64 // leases reported held longer than LeakThreshold
-	HealthChecks uint64 // background health checks run (ClosedHealthCheck of them failed)
+	BlockedTime  time.Duration // the sum of the Blocked acquires' times
+	Leaks        uint64        // leases reported held longer than LeakThreshold
+	HealthChecks uint64        // background health checks run (ClosedHealthCheck of them failed)
 
 	Closed             uint64 // objects whose Manager.Close has returned (Closing counts those still queued or in it): the sum of the Closed* reasons below
 	ClosedLifetime     uint64
@@ -120,6 +121,7 @@ func (p *Pool[T]) Stats() Stats {
 		HealthChecks:       c.healthChecks.Load(),
 	}
 	s.WaitBuckets, s.Blocked = c.waitHist.read()
+	s.BlockedTime = time.Duration(c.waitHist.sum.Load())
 	s.Leased = max(s.Live-s.Idle-s.Connecting-s.Closing, 0)
 	if a := int64(s.LocalHits+c.acqOther.Load()) - int64(c.localMiss.Load()); a > 0 {
 		s.Acquires = uint64(a)

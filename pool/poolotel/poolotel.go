@@ -5,6 +5,15 @@
 // collection; nothing runs between collections and the pools' hot paths pay
 // nothing. Unregister the returned registration to stop.
 //
+// The semantic conventions' histograms of each acquire's wait and each
+// connect's time cannot be read from snapshots: NewObserver returns a
+// pool.Observer (Config.Observer) that records them as they happen,
+//
+//	db.client.connection.wait_time                           Histogram s: time to obtain a connection, every Acquire (AcquireEvent.Wait)
+//	db.client.connection.create_time                         Histogram s: time to make a connection, every Manager.Connect
+//
+// at the cost of an Observer on every Acquire (see docs/BENCHMARKS.md).
+//
 // Pool metrics use OpenTelemetry's database client semantic conventions
 // where one fits (the db.client.connection.* metrics, with the
 // db.client.connection.pool.name attribute on every pool metric); the rest
@@ -22,10 +31,13 @@
 //	poolkit.pool.connect.errors                              Counter {error}
 //	poolkit.pool.connection.created                          Counter {connection}
 //	poolkit.pool.connection.detached                         Counter {connection}
-//	poolkit.pool.connection.closed{poolkit.pool.close.reason} Counter {connection}: lifetime, idle, uses, recycle, destroy, reset, release_check, shrink or pool_closed
+//	poolkit.pool.connection.closed{poolkit.pool.close.reason} Counter {connection}: lifetime, idle, uses, recycle, destroy, reset, release_check, shrink, pool_closed, max_idle or health_check
 //	poolkit.pool.waits                                       Counter {wait}: acquires that waited in line
 //	poolkit.pool.wait.time                                   Counter s: time spent waiting in line
 //	poolkit.pool.cancels                                     Counter {cancellation}: waits or connects ended by a cancellation
+//	poolkit.pool.blocked                                     Counter {acquire}: acquires that had to connect or wait (pool.Stats.Blocked)
+//	poolkit.pool.leaks                                       Counter {lease}: leases held longer than LeakThreshold
+//	poolkit.pool.health_checks                               Counter {check}: background health checks run
 //
 // Bytepool metrics, with the poolkit.bytepool.name attribute:
 //
@@ -212,11 +224,19 @@ func ObservePool(meter metric.Meter, p PoolStatser, opt Options) (metric.Registr
 				{"release_check", func(s *pool.Stats) int64 { return i64(s.ClosedReleaseCheck) }},
 				{"shrink", func(s *pool.Stats) int64 { return i64(s.ClosedShrink) }},
 				{"pool_closed", func(s *pool.Stats) int64 { return i64(s.ClosedPool) }},
+				{"max_idle", func(s *pool.Stats) int64 { return i64(s.ClosedMaxIdle) }},
+				{"health_check", func(s *pool.Stats) int64 { return i64(s.ClosedHealthCheck) }},
 			}},
 		{name: "poolkit.pool.waits", unit: "{wait}", counter: true, desc: "Acquire calls that waited in line.",
 			value: func(s *pool.Stats) int64 { return i64(s.Waits) }},
 		{name: "poolkit.pool.cancels", unit: "{cancellation}", counter: true, desc: "Waits or connects ended by a cancellation.",
 			value: func(s *pool.Stats) int64 { return i64(s.Cancels) }},
+		{name: "poolkit.pool.blocked", unit: "{acquire}", counter: true, desc: "Acquire calls that could not be served at once: they connected or waited in line.",
+			value: func(s *pool.Stats) int64 { return i64(s.Blocked) }},
+		{name: "poolkit.pool.leaks", unit: "{lease}", counter: true, desc: "Leases held longer than LeakThreshold (each reported once).",
+			value: func(s *pool.Stats) int64 { return i64(s.Leaks) }},
+		{name: "poolkit.pool.health_checks", unit: "{check}", counter: true, desc: "Background health checks run.",
+			value: func(s *pool.Stats) int64 { return i64(s.HealthChecks) }},
 	})
 	if err != nil {
 		return nil, err

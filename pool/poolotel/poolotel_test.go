@@ -2,6 +2,7 @@ package poolotel_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -177,8 +178,11 @@ func TestObservePoolReportsAPoolInAKnownState(t *testing.T) {
 		"poolkit.pool.wait.time service=api":                                           {s.WaitTime.Seconds(), mono, "s"},
 		"poolkit.pool.cancels service=api":                                             {1, mono, "{cancellation}"},
 		"poolkit.pool.connection.closed poolkit.pool.close.reason=destroy service=api": {1, mono, "{connection}"},
+		"poolkit.pool.blocked service=api":                                             {5, mono, "{acquire}"},
+		"poolkit.pool.leaks service=api":                                               {0, mono, "{lease}"},
+		"poolkit.pool.health_checks service=api":                                       {0, mono, "{check}"},
 	}
-	for _, r := range []string{"lifetime", "idle", "uses", "recycle", "reset", "release_check", "shrink", "pool_closed"} {
+	for _, r := range []string{"lifetime", "idle", "uses", "recycle", "reset", "release_check", "shrink", "pool_closed", "max_idle", "health_check"} {
 		want["poolkit.pool.connection.closed poolkit.pool.close.reason="+r+" service=api"] = point{0, mono, "{connection}"}
 	}
 	require.Equal(t, want, got)
@@ -235,4 +239,56 @@ func TestObserveNeedsAName(t *testing.T) {
 	require.ErrorContains(t, err, "Options.Name")
 	_, err = poolotel.ObserveBytes(mp.Meter("test"), (*bytepool.Pool)(nil), poolotel.Options{})
 	require.ErrorContains(t, err, "Options.Name")
+}
+
+// NewObserver records every Acquire's wait and every connect's time in the
+// semantic conventions' histograms; failures carry error.type.
+func TestObserverRecordsWaitAndCreateTimes(t *testing.T) {
+	reader, mp := newReader(t)
+	obs, err := poolotel.NewObserver(mp.Meter("test"), poolotel.Options{Name: "db"})
+	require.NoError(t, err)
+	fail := false
+	p, err := pool.New[int](manager.Funcs[int]{ConnectFunc: func(context.Context) (int, error) {
+		if fail {
+			return 0, errors.New("refused")
+		}
+		return 1, nil
+	}}, pool.Config{MaxSize: 2, Observer: obs})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close(context.Background())) })
+	l, err := p.Acquire(t.Context()) // connects
+	require.NoError(t, err)
+	l.Release()
+	l, err = p.Acquire(t.Context()) // idle
+	require.NoError(t, err)
+	fail = true
+	_, err = p.Acquire(t.Context()) // a failed connect
+	require.Error(t, err)
+	l.Release()
+
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	counts := map[string]uint64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			h, ok := m.Data.(metricdata.Histogram[float64])
+			require.True(t, ok, "%s: %T", m.Name, m.Data)
+			require.Equal(t, "s", m.Unit)
+			for _, dp := range h.DataPoints {
+				name, _ := dp.Attributes.Value(poolotel.PoolNameKey)
+				require.Equal(t, "db", name.AsString())
+				k := m.Name
+				if e, ok := dp.Attributes.Value("error.type"); ok {
+					k += " error.type=" + e.AsString()
+				}
+				counts[k] = dp.Count
+			}
+		}
+	}
+	require.Equal(t, map[string]uint64{
+		"db.client.connection.wait_time":                     2,
+		"db.client.connection.wait_time error.type=_OTHER":   1,
+		"db.client.connection.create_time":                   1,
+		"db.client.connection.create_time error.type=_OTHER": 1,
+	}, counts)
 }

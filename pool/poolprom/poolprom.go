@@ -23,11 +23,14 @@
 //	poolkit_pool_connect_errors_total              counter
 //	poolkit_pool_connections_created_total         counter
 //	poolkit_pool_connections_detached_total        counter
-//	poolkit_pool_connections_closed_total{reason}  counter: reason is lifetime, idle, uses, recycle, destroy, reset, release_check, shrink or pool_closed
+//	poolkit_pool_connections_closed_total{reason}  counter: reason is lifetime, idle, uses, recycle, destroy, reset, release_check, shrink, pool_closed, max_idle or health_check
 //	poolkit_pool_waits_total                       counter: acquires that waited in line
 //	poolkit_pool_wait_seconds_total                counter: time spent waiting
 //	poolkit_pool_timeouts_total                    counter: waits or connects ended by a deadline
 //	poolkit_pool_cancels_total                     counter: waits or connects ended by a cancellation
+//	poolkit_pool_blocked_acquire_seconds           histogram: time taken by the acquires that had to connect or wait (pool.Stats.WaitBuckets; _count is Stats.Blocked)
+//	poolkit_pool_leaks_total                       counter: leases held longer than LeakThreshold
+//	poolkit_pool_health_checks_total               counter: background health checks run
 //
 // The metrics of NewBytesCollector:
 //
@@ -171,9 +174,39 @@ func (c bytesCollector) Collect(ch chan<- prometheus.Metric) {
 
 func u(v uint64) float64 { return float64(v) }
 
+// poolCollector adds to the fixed series the histogram of blocked acquires.
+type poolCollector struct {
+	*collector[pool.Stats]
+	blocked *prometheus.Desc
+}
+
+func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	c.collector.Describe(ch)
+	ch <- c.blocked
+}
+
+func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	c.send(ch, &s)
+	buckets := make(map[float64]uint64, len(s.WaitBuckets))
+	for i, n := range s.WaitBuckets {
+		buckets[pool.WaitBucketBound(i).Seconds()] = n
+	}
+	ch <- prometheus.MustNewConstHistogram(c.blocked, s.Blocked, s.BlockedTime.Seconds(), buckets)
+}
+
 // NewPoolCollector returns a collector of p's statistics (see the package
 // doc for the metrics). It reads p.Stats once per scrape.
 func NewPoolCollector(p PoolStatser, o Options) prometheus.Collector {
+	return poolCollector{
+		collector: newPoolSeries(p, o),
+		blocked: prometheus.NewDesc(prometheus.BuildFQName(o.namespace(), "pool", "blocked_acquire_seconds"),
+			"Time taken by the Acquire calls that could not be served at once (they connected or waited in line), from then to their return.",
+			nil, o.ConstLabels),
+	}
+}
+
+func newPoolSeries(p PoolStatser, o Options) *collector[pool.Stats] {
 	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
 	return newCollector(p.Stats, "pool", o, []family[pool.Stats]{
 		{name: "connections", help: "Connections by state: idle, used (leased), connecting, closing (waiting for or in Manager.Close).",
@@ -215,6 +248,8 @@ func NewPoolCollector(p PoolStatser, o Options) prometheus.Collector {
 				{"release_check", func(s *pool.Stats) float64 { return u(s.ClosedReleaseCheck) }},
 				{"shrink", func(s *pool.Stats) float64 { return u(s.ClosedShrink) }},
 				{"pool_closed", func(s *pool.Stats) float64 { return u(s.ClosedPool) }},
+				{"max_idle", func(s *pool.Stats) float64 { return u(s.ClosedMaxIdle) }},
+				{"health_check", func(s *pool.Stats) float64 { return u(s.ClosedHealthCheck) }},
 			}},
 		{name: "waits_total", help: "Acquire calls that waited in line.",
 			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Waits) }},
@@ -224,6 +259,10 @@ func NewPoolCollector(p PoolStatser, o Options) prometheus.Collector {
 			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Timeouts) }},
 		{name: "cancels_total", help: "Waits or connects ended by a cancellation.",
 			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Cancels) }},
+		{name: "leaks_total", help: "Leases held longer than LeakThreshold (each reported once).",
+			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Leaks) }},
+		{name: "health_checks_total", help: "Background health checks run.",
+			typ: counter, value: func(s *pool.Stats) float64 { return u(s.HealthChecks) }},
 	})
 }
 

@@ -120,8 +120,10 @@ poolkit_pool_connections{pool="db",state="used"} 1
 # HELP poolkit_pool_connections_closed_total Connections closed (Manager.Close returned), by reason.
 # TYPE poolkit_pool_connections_closed_total counter
 poolkit_pool_connections_closed_total{pool="db",reason="destroy"} 1
+poolkit_pool_connections_closed_total{pool="db",reason="health_check"} 0
 poolkit_pool_connections_closed_total{pool="db",reason="idle"} 0
 poolkit_pool_connections_closed_total{pool="db",reason="lifetime"} 0
+poolkit_pool_connections_closed_total{pool="db",reason="max_idle"} 0
 poolkit_pool_connections_closed_total{pool="db",reason="pool_closed"} 0
 poolkit_pool_connections_closed_total{pool="db",reason="recycle"} 0
 poolkit_pool_connections_closed_total{pool="db",reason="release_check"} 0
@@ -134,6 +136,12 @@ poolkit_pool_connections_created_total{pool="db"} 3
 # HELP poolkit_pool_connections_detached_total Connections taken out of the pool by Lease.Detach.
 # TYPE poolkit_pool_connections_detached_total counter
 poolkit_pool_connections_detached_total{pool="db"} 0
+# HELP poolkit_pool_health_checks_total Background health checks run.
+# TYPE poolkit_pool_health_checks_total counter
+poolkit_pool_health_checks_total{pool="db"} 0
+# HELP poolkit_pool_leaks_total Leases held longer than LeakThreshold (each reported once).
+# TYPE poolkit_pool_leaks_total counter
+poolkit_pool_leaks_total{pool="db"} 0
 # HELP poolkit_pool_connects_total Manager.Connect attempts.
 # TYPE poolkit_pool_connects_total counter
 poolkit_pool_connects_total{pool="db"} 3
@@ -153,7 +161,8 @@ poolkit_pool_waits_total{pool="db"} 3
 		"poolkit_pool_acquires_total", "poolkit_pool_cancels_total", "poolkit_pool_connect_errors_total",
 		"poolkit_pool_connections", "poolkit_pool_connections_closed_total", "poolkit_pool_connections_created_total",
 		"poolkit_pool_connections_detached_total", "poolkit_pool_connects_total", "poolkit_pool_max_connections",
-		"poolkit_pool_pending_acquires", "poolkit_pool_timeouts_total", "poolkit_pool_waits_total"))
+		"poolkit_pool_pending_acquires", "poolkit_pool_timeouts_total", "poolkit_pool_waits_total",
+		"poolkit_pool_health_checks_total", "poolkit_pool_leaks_total"))
 
 	// Where idle connections were claimed depends on which P ran each
 	// Acquire; the series carry the snapshot's fields.
@@ -161,7 +170,7 @@ poolkit_pool_waits_total{pool="db"} 3
 	claims := map[string]uint64{"local": s.LocalHits, "exchange": s.ExchangeHits, "steal": s.Steals, "handoff": s.HandOffs}
 	families, err := reg.Gather()
 	require.NoError(t, err)
-	var sawClaims, sawWait bool
+	var sawClaims, sawWait, sawBlocked bool
 	for _, f := range families {
 		switch f.GetName() {
 		case "poolkit_pool_claims_total":
@@ -183,10 +192,24 @@ poolkit_pool_waits_total{pool="db"} 3
 			v := f.GetMetric()[0].GetCounter().GetValue()
 			require.Equal(t, s.WaitTime.Seconds(), v)
 			require.GreaterOrEqual(t, v, (5 * time.Millisecond).Seconds(), "the timed-out wait alone lasted 5ms")
+		case "poolkit_pool_blocked_acquire_seconds":
+			// Blocked: a and b (connects), the timed-out and the cancelled
+			// waits, d (waited, then connected); c took an idle one.
+			sawBlocked = true
+			h := f.GetMetric()[0].GetHistogram()
+			require.EqualValues(t, 5, h.GetSampleCount())
+			require.Equal(t, s.BlockedTime.Seconds(), h.GetSampleSum())
+			require.Len(t, h.GetBucket(), pool.NumWaitBuckets)
+			for i, b := range h.GetBucket() {
+				require.Equal(t, pool.WaitBucketBound(i).Seconds(), b.GetUpperBound())
+				require.Equal(t, s.WaitBuckets[i], b.GetCumulativeCount())
+			}
+			require.LessOrEqual(t, s.WaitBuckets[12], uint64(4), "the timed-out wait took more than 4.096ms")
 		}
 	}
 	require.True(t, sawClaims)
 	require.True(t, sawWait)
+	require.True(t, sawBlocked)
 	require.EqualValues(t, 1, s.LocalHits+s.ExchangeHits+s.Steals+s.HandOffs, "one idle connection was claimed")
 }
 
