@@ -228,8 +228,12 @@ func (h *waitHist) read() (c [NumWaitBuckets]uint64, total uint64) {
 // the Acquire on a deadline is given the pool's state at that moment.
 func (p *Pool[T]) blockTimed(ctx context.Context, t *acqTimer, slot bool) (Lease[T], error) {
 	start := p.now()
-	l, err := p.block(ctx, t, slot)
-	p.counters.waitHist.observe(p.now() - start)
+	l, queued, err := p.block(ctx, t, slot)
+	d := p.now() - start
+	p.counters.waitHist.observe(d)
+	if queued {
+		p.counters.waitNanos.Add(int64(d))
+	}
 	if err != nil && errors.Is(err, ErrTimeout) {
 		err = p.withState(err)
 	}

@@ -47,10 +47,10 @@ type Stats struct {
 	ConnectErrors uint64
 	Created       uint64 // successful connects
 	Detached      uint64
-	Waits         uint64 // Acquires that queued
-	WaitTime      time.Duration
-	Timeouts      uint64 // Acquires ended by a deadline (ctx's, AcquireTimeout, or a connect past ConnectTimeout)
-	Cancels       uint64 // Acquires ended by a cancellation of their context
+	Waits         uint64        // Acquires that queued
+	WaitTime      time.Duration // the time the Acquires that queued spent blocked, from their slow path's first block to their return
+	Timeouts      uint64        // Acquires ended by a deadline (ctx's, AcquireTimeout, or a connect past ConnectTimeout)
+	Cancels       uint64        // Acquires ended by a cancellation of their context
 
 	// Blocked counts the Acquires that could not be served at once and
 	// connected or queued, whatever their outcome: the count of the wait

@@ -207,13 +207,14 @@ func (p *Pool[T]) enqueue(w *waiter[T], front bool) bool {
 // checks goes back to the head of the queue before the object is closed, so
 // that the slot that frees — or any object that comes first — is its own,
 // and keeps its AcquireTimeout timer.
-func (p *Pool[T]) block(ctx context.Context, t *acqTimer, slot bool) (Lease[T], error) {
+//
+// queued reports whether the caller queued (counted in Stats.Waits); the
+// caller times the whole block (blockTimed), with two clock reads in all.
+func (p *Pool[T]) block(ctx context.Context, t *acqTimer, slot bool) (l Lease[T], queued bool, err error) {
 	defer t.stop()
 	var w *waiter[T] // made when the caller first queues
-	var waitStart time.Duration
 	defer func() {
 		if w != nil {
-			p.counters.waitNanos.Add(int64(time.Since(p.start) - waitStart))
 			p.putWaiter(w)
 		}
 	}()
@@ -224,8 +225,8 @@ func (p *Pool[T]) block(ctx context.Context, t *acqTimer, slot bool) (Lease[T], 
 		if !slot {
 			if w == nil {
 				w = p.getWaiter()
+				queued = true
 				p.counters.waits.Add(1)
-				waitStart = time.Since(p.start) // monotonic only: cheaper than time.Now
 			}
 			queued := p.enqueue(w, front)
 			if bad != nil {
@@ -233,21 +234,21 @@ func (p *Pool[T]) block(ctx context.Context, t *acqTimer, slot bool) (Lease[T], 
 				bad = nil
 			}
 			if !queued {
-				return Lease[T]{}, ErrClosed
+				return Lease[T]{}, queued, ErrClosed
 			}
 			p.dispatch()
 			h, err := p.await(ctx, w, t)
 			if err != nil {
-				return Lease[T]{}, err
+				return Lease[T]{}, queued, err
 			}
 			if h.closed {
-				return Lease[T]{}, ErrClosed
+				return Lease[T]{}, queued, ErrClosed
 			}
 			if ctx.Err() != nil {
 				// The hand and the end of ctx arrived together: the caller
 				// gets its error, the hand goes on.
 				p.giveUp(h)
-				return Lease[T]{}, p.ctxFail(ctx)
+				return Lease[T]{}, queued, p.ctxFail(ctx)
 			}
 			if !h.slot {
 				r := p.check(ctx, h.e)
@@ -256,10 +257,10 @@ func (p *Pool[T]) block(ctx context.Context, t *acqTimer, slot bool) (Lease[T], 
 					p.counters.acqOther.Add(1)
 					p.counters.handoffs.Add(1)
 					h.e.path = PathWait
-					return Lease[T]{h.e, h.e.state.Load()}, nil
+					return Lease[T]{h.e, h.e.state.Load()}, queued, nil
 				case checkCanceled:
 					p.giveBack(h.e)
-					return Lease[T]{}, p.ctxFail(ctx)
+					return Lease[T]{}, queued, p.ctxFail(ctx)
 				}
 				bad, badReason, front = h.e, r, true
 				continue
@@ -268,7 +269,7 @@ func (p *Pool[T]) block(ctx context.Context, t *acqTimer, slot bool) (Lease[T], 
 		slot = false
 		l, e, r, err := p.connectFor(ctx, t)
 		if e == nil {
-			return l, err
+			return l, queued, err
 		}
 		bad, badReason, front = e, r, true
 	}
