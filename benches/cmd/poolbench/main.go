@@ -71,7 +71,8 @@ var modes = map[string]func(workers int) []workload.Case{
 	},
 	"mixed":    func(int) []workload.Case { return workload.BytesMixed() },
 	"burst":    func(int) []workload.Case { return workload.BytesBurst() },
-	"exchange": workload.PoolExchange,
+	"oversubscribed": workload.PoolOversubscribed,
+	"exchange":       workload.PoolExchange,
 	"handoff":  workload.PoolHandOff,
 	"stats": func(w int) []workload.Case {
 		return slices.Concat(workload.PoolStatsOverhead(w), workload.BytesStatsOverhead(w))
@@ -87,6 +88,9 @@ const modeHelp = `
   realistic  Bytes/Realistic, Bytes/Sustained, Bytes/FullOverwrite
   mixed      Bytes/Mixed (round robin over 7 sizes; Zipf; 16 sizes not powers of two)
   burst      Bytes/Burst (N × 64 KiB)
+  oversubscribed
+             Pool/Oversubscribed: MaxSize 8 at 32 and 128 goroutines, with 0 and 200 ns of
+             work per lease; MaxSize 64 at 2 to 128 goroutines; Jain's index and min/max
   exchange   Pool/Exchange (poolkit's ring, mutex, none)
   handoff    Pool/HandOff (every acquire waits for a release)
   stats      Pool/StatsOverhead, Bytes/StatsOverhead
@@ -101,7 +105,7 @@ const modeHelp = `
 const modeE2E = "e2e"
 
 // modeNames lists the modes in the order the usage gives them.
-var modeNames = []string{"default", "hotpath", "parallel", "realistic", "mixed", "burst", "exchange", "handoff", "stats", "bytes", "all", modeE2E}
+var modeNames = []string{"default", "hotpath", "parallel", "realistic", "mixed", "burst", "oversubscribed", "exchange", "handoff", "stats", "bytes", "all", modeE2E}
 
 // e2eDuration is how long each end-to-end contender runs per round unless
 // -duration or -ops says otherwise: long enough for a p99.9 of a few

@@ -64,7 +64,7 @@ func Run(ctx context.Context, cases []workload.Case, opt Options) ([]results.Cas
 		rc := results.Case{
 			Name: c.Name(), Group: c.Top + "/" + c.Group, Params: c.Params, Workers: c.Workers,
 			Unit: c.Unit, Baseline: c.Baseline, Latency: c.Latency, Server: c.Server, Setup: c.Setup,
-			TimeWait: c.TimeWaitPort > 0 && sockets.Available(), Memory: c.Memory,
+			TimeWait: c.TimeWaitPort > 0 && sockets.Available(), Memory: c.Memory, Fairness: c.Fairness,
 		}
 		for _, e := range c.Entries {
 			rc.Contenders = append(rc.Contenders, results.Contender{Name: e.Name, Key: e.Key})
@@ -145,7 +145,10 @@ func measureInstance(ctx context.Context, c workload.Case, e workload.Entry, opt
 	for i := range ops {
 		ops[i] = in.Worker(i)
 	}
-	batch := calibrate(ops[0])
+	batch := 1
+	if !c.TimeEachOp {
+		batch = calibrate(ops[0])
+	}
 
 	quota := func(div int64) []int64 {
 		if c.OpsPerWorker == 0 && opt.Ops <= 0 {
@@ -165,7 +168,8 @@ func measureInstance(ctx context.Context, c workload.Case, e workload.Entry, opt
 		}
 		return q
 	}
-	warm := max(opt.Duration/10, time.Millisecond)
+	dur := max(opt.Duration, c.MinDuration)
+	warm := max(dur/10, time.Millisecond)
 	if _, err := drive(ctx, ops, quota(10), warm, batch, nil); err != nil {
 		return results.Round{}, err
 	}
@@ -182,13 +186,16 @@ func measureInstance(ctx context.Context, c workload.Case, e workload.Entry, opt
 			hs[i] = new(hist)
 		}
 	}
-	d, err := drive(ctx, ops, quota(1), opt.Duration, batch, hs)
+	d, err := drive(ctx, ops, quota(1), dur, batch, hs)
 	if err != nil {
 		return results.Round{}, err
 	}
 	round := results.Round{
 		Ops: d.ops, WallNs: d.wall.Nanoseconds(), Mallocs: d.mallocs, Bytes: d.bytes,
 		Errors: d.errs, Batch: batch, MinWorkerOps: d.minOps, MaxWorkerOps: d.maxOps,
+	}
+	if c.Fairness {
+		round.Jain = d.jain
 	}
 	if hs != nil {
 		round.Latency = worst(hs)
@@ -229,6 +236,8 @@ type driven struct {
 	wall           time.Duration
 	ops, errs      int64
 	minOps, maxOps int64
+	// jain is Jain's fairness index of the goroutines' op counts.
+	jain           float64
 	mallocs, bytes int64
 }
 
@@ -256,6 +265,7 @@ func drive(ctx context.Context, ops []workload.Op, quota []int64, d time.Duratio
 		wg.Go(func() {
 			<-start
 			var n, bad int64
+			t := time.Now()
 			for !stop.Load() {
 				b := int64(batch)
 				if q > 0 {
@@ -264,14 +274,17 @@ func drive(ctx context.Context, ops []workload.Op, quota []int64, d time.Duratio
 					}
 					b = min(b, q-n)
 				}
-				t := time.Now()
 				for range b {
 					if op() != nil {
 						bad++
 					}
 				}
 				if h != nil {
-					h.record(uint64(time.Since(t).Nanoseconds()) / uint64(b))
+					// One clock reading per batch: the end of this one
+					// is the start of the next.
+					now := time.Now()
+					h.record(uint64(now.Sub(t).Nanoseconds()) / uint64(b))
+					t = now
 				}
 				n += b
 			}
@@ -308,6 +321,7 @@ func drive(ctx context.Context, ops []workload.Op, quota []int64, d time.Duratio
 		r.ops += n
 		r.minOps, r.maxOps = min(r.minOps, n), max(r.maxOps, n)
 	}
+	r.jain = results.Jain(done)
 	return r, nil
 }
 

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"image/color"
 	"math"
 	"strings"
@@ -113,6 +114,9 @@ func writeChart(c results.Case, path string) error {
 	for i, s := range sums {
 		rev[len(sums)-1-i] = s
 		names[len(sums)-1-i] = s.Name
+		if c.Fairness {
+			names[len(sums)-1-i] = fmt.Sprintf("%s\nJain %s, min/max %s", s.Name, results.Ratio(s.Jain), results.Ratio(s.MinMax))
+		}
 	}
 	p := plot.New()
 	p.Title.Text = c.Name
@@ -133,6 +137,10 @@ func writeChart(c results.Case, path string) error {
 		p.X.Tick.Marker = nanoTicks{plot.LogTicks{}}
 		p.X.Label.Text = "ns/op, log scale: bar from best to slowest round, tick at the median,\ndot at the best round (hollow: indistinguishable from " + c.Baseline + ")"
 	}
-	height := vg.Points(float64(28*len(sums) + 110))
+	perRow := 28
+	if c.Fairness {
+		perRow = 36 // two-line labels
+	}
+	height := vg.Points(float64(perRow*len(sums) + 110))
 	return p.Save(7*vg.Inch, height, path)
 }

@@ -461,6 +461,18 @@ checks, and a push back.`,
 	"Pool/Parallel": `Goroutines at 1×, 4×, 16× and 64× GOMAXPROCS share one pool of MaxSize 8 or 64, each
 acquiring and releasing in a loop. A pool can post a good mean while one goroutine waits far
 longer than the rest, hence the latency of the worst goroutine.`,
+	"Pool/Oversubscribed": `More goroutines than objects, the state a connection pool lives in: MaxSize 8 shared by
+32 and 128 goroutines, each holding its object for no time or for 200 ns of computation (a
+calibrated loop, not a wait on the clock), and MaxSize 64 from 2 to 128 goroutines, where a
+pool should stay flat. Every op is timed on its own, so the latency columns are those of single
+acquires (with the work and the release, and one clock reading, some 20 ns), for the goroutine
+with the worst p99. **Jain** is Jain's index of the goroutines' op counts in the round,
+(Σx)²/(n·Σx²): 1 when all were served alike, 1/n when one did everything; **min/max** is the
+least productive goroutine's ops over the most productive's; both medians over the rounds. A
+round lasts at least twice goroutines × 10 ms / GOMAXPROCS, and half a second: the scheduler
+lets a goroutine that never blocks run 10 ms before preempting it, so in a shorter round some
+goroutines would not run at all, however fair the pool. The channel pool is the baseline;
+sync.Pool, which never waits, is left out.`,
 	"Pool/TimeoutArmed": `The parallel workload with every acquire bounded by a timeout that never fires. With
 Via=Config the bound is set once in the pool (poolkit's AcquireTimeout; the channel and mutex
 pools arm a timer only when they must wait). With Via=Context each acquire gets its own
@@ -563,7 +575,7 @@ go run ./benches/cmd/poolbench report -in %s
 
 `+"`go run ./benches/cmd/poolbench`"+` with no flags runs a representative comparison in under a
 minute and prints the tables; `+"`-mode`"+` picks groups (hotpath, parallel, realistic, mixed,
-burst, exchange, handoff, stats, bytes, all), `+"`-output=json -o FILE`"+` keeps a results file,
+burst, oversubscribed, exchange, handoff, stats, bytes, all), `+"`-output=json -o FILE`"+` keeps a results file,
 and `+"`-merge FILE`"+` puts the cases measured into an existing one in place of their old rows.
 
 The same cases are Go benchmarks, named like

@@ -193,6 +193,9 @@ func Row(c Case, s Summary) []string {
 	if c.Memory {
 		row = append(row, Ratio(s.Waste), Bytes(s.Retained))
 	}
+	if c.Fairness {
+		row = append(row, Ratio(s.Jain), Ratio(s.MinMax))
+	}
 	cmp := Comparison(s)
 	if s.Errors > 0 {
 		cmp += fmt.Sprintf(" (%d ops failed)", s.Errors)
@@ -214,6 +217,9 @@ func Header(c Case) []string {
 	}
 	if c.Memory {
 		h = append(h, "cap/len", "retained")
+	}
+	if c.Fairness {
+		h = append(h, "Jain", "min/max")
 	}
 	if c.FloorBaseline() {
 		return append(h, "vs the floor ("+c.Baseline+")")
@@ -243,6 +249,9 @@ func Describe(c Case) string {
 	s += fmt.Sprintf("; %d rounds", rounds)
 	if c.Latency {
 		s += "; latency of the worst goroutine"
+	}
+	if c.Fairness {
+		s += ", every op timed; Jain's index and min/max of the goroutines' op counts"
 	}
 	return s
 }

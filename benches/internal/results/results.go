@@ -137,6 +137,9 @@ type Case struct {
 	// Memory says that the rounds record the bytes the Gets asked for and
 	// got (a byte pool's waste) and what the contender retained.
 	Memory bool `json:"memory,omitempty"`
+	// Fairness says that the rounds record Jain's index of the goroutines'
+	// op counts.
+	Fairness bool `json:"fairness,omitempty"`
 	// Contenders in the order of the first round.
 	Contenders []Contender `json:"contenders"`
 }
@@ -163,6 +166,9 @@ type Round struct {
 	// productive goroutine (equal with one goroutine, or with fixed ops).
 	MinWorkerOps int64 `json:"min_worker_ops"`
 	MaxWorkerOps int64 `json:"max_worker_ops"`
+	// Jain is, where the case records fairness, Jain's index of the
+	// goroutines' op counts (see Jain).
+	Jain float64 `json:"jain,omitempty"`
 	// Latency is the distribution of the worst goroutine; nil if the case
 	// does not record latency.
 	Latency *Latency `json:"latency,omitempty"`
@@ -235,6 +241,29 @@ func (r Round) AllocsPerOp() float64 {
 	return float64(r.Mallocs) / float64(r.Ops)
 }
 
+// MinMax is the ops of the least productive goroutine over those of the
+// most: 1 when all were served alike; NaN without ops.
+func (r Round) MinMax() float64 {
+	if r.MaxWorkerOps == 0 {
+		return math.NaN()
+	}
+	return float64(r.MinWorkerOps) / float64(r.MaxWorkerOps)
+}
+
+// Jain is Jain's fairness index of the op counts xs: (Σx)² / (n·Σx²), 1
+// when all are equal, 1/n when one goroutine did everything; NaN for none.
+func Jain(xs []int64) float64 {
+	var sum, sq float64
+	for _, x := range xs {
+		sum += float64(x)
+		sq += float64(x) * float64(x)
+	}
+	if sq == 0 {
+		return math.NaN()
+	}
+	return sum * sum / (float64(len(xs)) * sq)
+}
+
 // Summary is what the tables show of one contender.
 type Summary struct {
 	Name              string
@@ -255,6 +284,10 @@ type Summary struct {
 	// Waste (cap/len) and Retained (bytes) are medians over the rounds;
 	// NaN where the case does not record memory.
 	Waste, Retained float64
+	// Jain and MinMax are medians over the rounds of Jain's index and of
+	// the least productive goroutine's ops over the most's; NaN where the
+	// case does not record fairness.
+	Jain, MinMax float64
 }
 
 // Spread is the distance between the slowest and the fastest round.
@@ -278,7 +311,8 @@ func Indistinguishable(a, b Summary) bool {
 // Summarize derives a contender's summary from its rounds (without the
 // comparison with the baseline: see Case.Summaries).
 func Summarize(c Contender) Summary {
-	s := Summary{Name: c.Name, Rounds: len(c.Rounds), Ratio: math.NaN(), Dials: math.NaN(), Waste: math.NaN(), Retained: math.NaN()}
+	s := Summary{Name: c.Name, Rounds: len(c.Rounds), Ratio: math.NaN(), Dials: math.NaN(), Waste: math.NaN(), Retained: math.NaN(),
+		Jain: math.NaN(), MinMax: math.NaN()}
 	if len(c.Rounds) == 0 {
 		s.Best, s.Median, s.Slowest, s.OpsPerSec, s.AllocsPerOp = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		return s
@@ -288,8 +322,12 @@ func Summarize(c Contender) Summary {
 	var lats []Latency
 	var dials []float64
 	var tws []TimeWait
-	var waste, retained []float64
+	var waste, retained, jain, minMax []float64
 	for _, r := range c.Rounds {
+		if r.Jain > 0 {
+			jain = append(jain, r.Jain)
+			minMax = append(minMax, r.MinMax())
+		}
 		if r.Asked > 0 {
 			waste = append(waste, r.Waste())
 			retained = append(retained, float64(r.Retained))
@@ -308,6 +346,9 @@ func Summarize(c Contender) Summary {
 	s.Dials = Median(dials)
 	if len(waste) > 0 {
 		s.Waste, s.Retained = Median(waste), Median(retained)
+	}
+	if len(jain) > 0 {
+		s.Jain, s.MinMax = Median(jain), Median(minMax)
 	}
 	if len(tws) > 0 {
 		// The lower median: a round that happened, not a mean of two.

@@ -6,6 +6,7 @@ package workload
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/poolkit/poolkit/benches/internal/contenders"
 	"runtime"
@@ -119,8 +120,18 @@ type Case struct {
 	// Gets (Instance.Tally) and what the contender retains once the round
 	// has ended (the live heap after a collection, less what was live
 	// before its set-up).
-	Memory  bool
-	Entries []Entry
+	Memory bool
+	// TimeEachOp says that every op is timed on its own (a batch of one),
+	// for the latency of single acquires where ops are slow enough (a few
+	// hundred ns) for a clock reading per op.
+	TimeEachOp bool
+	// MinDuration, if not 0, is the least each contender runs per round
+	// when the run is timed (not counted in ops).
+	MinDuration time.Duration
+	// Fairness says that the runner records how evenly the goroutines were
+	// served: Jain's index of their op counts and the least over the most.
+	Fairness bool
+	Entries  []Entry
 }
 
 // Name is the case's full name: "Pool/Parallel/MaxSize=8/Goroutines=32".
@@ -157,10 +168,10 @@ func SizeName(n int) string {
 }
 
 // PoolCases returns every object-pool case, in this order:
-// HotPath, Parallel, TimeoutArmed, HandOff, Exchange, StatsOverhead.
-// workers, if not 0, replaces the goroutine sweeps.
+// HotPath, Parallel, Oversubscribed, TimeoutArmed, HandOff, Exchange,
+// StatsOverhead. workers, if not 0, replaces the goroutine sweeps.
 func PoolCases(workers int) []Case {
-	return concat(PoolHotPath(), PoolParallel(workers), PoolTimeoutArmed(workers),
+	return concat(PoolHotPath(), PoolParallel(workers), PoolOversubscribed(workers), PoolTimeoutArmed(workers),
 		PoolHandOff(workers), PoolExchange(workers), PoolStatsOverhead(workers))
 }
 
