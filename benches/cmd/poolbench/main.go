@@ -69,11 +69,11 @@ var modes = map[string]func(workers int) []workload.Case{
 	"realistic": func(w int) []workload.Case {
 		return slices.Concat(workload.BytesRealistic(w), workload.BytesSustained(w), workload.BytesFullOverwrite())
 	},
-	"mixed":    func(int) []workload.Case { return workload.BytesMixed() },
-	"burst":    func(int) []workload.Case { return workload.BytesBurst() },
+	"mixed":          func(int) []workload.Case { return workload.BytesMixed() },
+	"burst":          func(int) []workload.Case { return workload.BytesBurst() },
 	"oversubscribed": workload.PoolOversubscribed,
 	"exchange":       workload.PoolExchange,
-	"handoff":  workload.PoolHandOff,
+	"handoff":        workload.PoolHandOff,
 	"stats": func(w int) []workload.Case {
 		return slices.Concat(workload.PoolStatsOverhead(w), workload.BytesStatsOverhead(w))
 	},

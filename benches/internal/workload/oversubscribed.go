@@ -56,7 +56,7 @@ func PoolOversubscribed(workers int) []Case {
 			Top: "Pool", Group: "Oversubscribed", Params: params,
 			Workers: g, Unit: unit, Baseline: "chan", Latency: true, TimeEachOp: true, Fairness: true,
 			MinDuration: fairRound(g),
-			Entries: poolEntries(contenders.PoolConfig{MaxSize: cell.MaxSize}, oversubscribedPools, holdFor(cell.Work)),
+			Entries:     poolEntries(contenders.PoolConfig{MaxSize: cell.MaxSize}, oversubscribedPools, holdFor(cell.Work)),
 		})
 	}
 	return cases
