@@ -35,6 +35,11 @@ func TestBenchmarkNamesFollowTheIssue(t *testing.T) {
 		fmt.Sprintf("Pool/TimeoutArmed/Via=Context/MaxSize=8/Goroutines=%d/Impl=puddle", 4*procs),
 		fmt.Sprintf("Pool/Exchange/MaxSize=64/Goroutines=%d/Hold=8/Exchange=none/Impl=poolkit", 4*procs),
 		"Pool/StatsOverhead/Goroutines=1/Stats=off/Impl=poolkit",
+		"Pool/Oversubscribed/MaxSize=8/Goroutines=32/Work=0/Impl=poolkit",
+		"Pool/Oversubscribed/MaxSize=8/Goroutines=128/Work=200ns/Impl=puddle",
+		"Pool/Oversubscribed/MaxSize=8/Goroutines=128/Work=200ns/Impl=mutex",
+		"Pool/Oversubscribed/MaxSize=64/Goroutines=2/Work=0/Impl=chan",
+		"Pool/Oversubscribed/MaxSize=64/Goroutines=128/Work=0/Impl=poolkit",
 	} {
 		assert.True(t, pool[n], n)
 	}

@@ -135,3 +135,25 @@ func TestHistogramQuantiles(t *testing.T) {
 	var empty hist
 	assert.Equal(t, 0.0, empty.quantile(0.5))
 }
+
+// A case with TimeEachOp times every op on its own; one with Fairness
+// records Jain's index of the goroutines' op counts, and MinDuration
+// lengthens its rounds.
+func TestTimeEachOpFairnessAndMinDuration(t *testing.T) {
+	var a, closed atomic.Int64
+	c := fakeCase(4, true, counting("a", &a, &closed, 0))
+	c.TimeEachOp, c.Fairness, c.MinDuration = true, true, 20*time.Millisecond
+	got, err := Run(context.Background(), []workload.Case{c}, Options{Rounds: 1, Duration: time.Millisecond})
+	require.NoError(t, err)
+	require.True(t, got[0].Fairness)
+	round := got[0].Contenders[0].Rounds[0]
+	assert.Equal(t, 1, round.Batch)
+	assert.GreaterOrEqual(t, round.WallNs, (20 * time.Millisecond).Nanoseconds())
+	assert.Greater(t, round.Jain, 0.25, "at least 1/n")
+	assert.LessOrEqual(t, round.Jain, 1.0)
+
+	c.Fairness = false
+	got, err = Run(context.Background(), []workload.Case{c}, Options{Rounds: 1, Ops: 100})
+	require.NoError(t, err)
+	assert.Zero(t, got[0].Contenders[0].Rounds[0].Jain, "recorded only where asked")
+}
