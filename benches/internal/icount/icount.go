@@ -3,11 +3,18 @@
 // a shared machine is not: each contender runs in a process of its own
 // under valgrind's callgrind, alone on one P with the collector and
 // asynchronous preemption off (results.IcountEnv), twice, for N1 and for N2
-// operations. Callgrind counts only what runs inside measured, the loop
-// around the operations; the difference of the two totals divided by
-// N2 - N1 is the cost of one operation, with the set-up, the warm-up and the
-// loop's entry cancelled out. The allocations are the growth of
-// runtime.MemStats.Mallocs over the same loop, exact with the collector off.
+// operations after the same warm-up. The difference of the two processes'
+// total instructions divided by N2 - N1 is the cost of one operation: the
+// start of the process, the set-up and the warm-up cancel out. The
+// allocations are the growth of runtime.MemStats.Mallocs over the counted
+// loop, exact with the collector off.
+//
+// The totals are those of the whole process, the runtime's own threads
+// (sysmon) included, which leaves a jitter of a few tenths of an instruction
+// per op. Counting only inside the loop (--toggle-collect) would be tighter
+// but is wrong for Go: when the scheduler preempts the goroutine it switches
+// to the g0 stack, callgrind takes the jump for a return from the loop, and
+// the rest goes uncounted.
 //
 // The child process is poolbench itself (see RunChild), so a count needs no
 // build step of its own.

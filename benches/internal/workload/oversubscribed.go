@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -56,7 +55,7 @@ func PoolOversubscribed(workers int) []Case {
 			Top: "Pool", Group: "Oversubscribed", Params: params,
 			Workers: g, Unit: unit, Baseline: "chan", Latency: true, TimeEachOp: true, Fairness: true,
 			MinDuration: fairRound(g),
-			Entries:     poolEntries(contenders.PoolConfig{MaxSize: cell.MaxSize}, oversubscribedPools, holdFor(cell.Work)),
+			Entries:     poolEntries(contenders.PoolConfig{MaxSize: cell.MaxSize}, oversubscribedPools, holdWhile(func() { Spin(cell.Work) })),
 		})
 	}
 	return cases
@@ -76,25 +75,6 @@ func workName(d time.Duration) string {
 		return "0"
 	}
 	return d.String()
-}
-
-// holdFor acquires one object, works for d while holding it (Spin), and
-// releases it.
-func holdFor(d time.Duration) func(p contenders.Pool) func(int) Op {
-	return func(p contenders.Pool) func(int) Op {
-		ctx := context.Background()
-		return func(int) Op {
-			h := p.Holder(1)
-			return func() error {
-				if err := h.AcquireAll(ctx); err != nil {
-					return err
-				}
-				Spin(d)
-				h.ReleaseAll()
-				return nil
-			}
-		}
-	}
 }
 
 // Spin computes for about d: a loop of as many steps as d takes on this

@@ -125,25 +125,27 @@ func PoolHandOff(workers int) []Case {
 		cases = append(cases, Case{
 			Top: "Pool", Group: "HandOff", Params: fmt.Sprintf("MaxSize=%d/Goroutines=%d", size, g),
 			Workers: g, Unit: "one Acquire, a yield while holding, one Release", Baseline: "syncpool", Latency: true,
-			Entries: poolEntries(contenders.PoolConfig{MaxSize: size}, allPools, holdAndYield),
+			Entries: poolEntries(contenders.PoolConfig{MaxSize: size}, allPools, holdWhile(runtime.Gosched)),
 		})
 	}
 	return cases
 }
 
-// holdAndYield acquires one object, yields the P while holding it, and
-// releases it.
-func holdAndYield(p contenders.Pool) func(int) Op {
-	ctx := context.Background()
-	return func(int) Op {
-		h := p.Holder(1)
-		return func() error {
-			if err := h.AcquireAll(ctx); err != nil {
-				return err
+// holdWhile acquires one object, runs while while holding it, and releases
+// it.
+func holdWhile(while func()) func(p contenders.Pool) func(int) Op {
+	return func(p contenders.Pool) func(int) Op {
+		ctx := context.Background()
+		return func(int) Op {
+			h := p.Holder(1)
+			return func() error {
+				if err := h.AcquireAll(ctx); err != nil {
+					return err
+				}
+				while()
+				h.ReleaseAll()
+				return nil
 			}
-			runtime.Gosched()
-			h.ReleaseAll()
-			return nil
 		}
 	}
 }
