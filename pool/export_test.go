@@ -1,6 +1,9 @@
 package pool
 
-import "time"
+import (
+	"time"
+	"unsafe"
+)
 
 // AdvanceClock makes d pass at once on p's clock (coarse and precise).
 func (p *Pool[T]) AdvanceClock(d time.Duration) {
@@ -29,3 +32,10 @@ func (p *Pool[T]) DropHints() { p.dropHints() }
 
 // FindLeaks runs the maintainer's leak scan on the caller's goroutine.
 func (p *Pool[T]) FindLeaks() { p.findLeaks() }
+
+// EntryLayout returns the offset of an entry's Metrics and the entry's size,
+// for a pointer-sized T.
+func EntryLayout() (metricsOffset, size uintptr) {
+	var e entry[*int]
+	return unsafe.Offsetof(e.m), unsafe.Sizeof(e)
+}

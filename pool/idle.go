@@ -161,7 +161,7 @@ func (r *registry[T]) add(e *entry[T]) {
 		i = r.used
 		r.used++
 	}
-	e.idx = i
+	e.idx = int32(i)
 	a.s[i].Store(e)
 	r.mu.Unlock()
 }
@@ -169,7 +169,7 @@ func (r *registry[T]) add(e *entry[T]) {
 func (r *registry[T]) remove(e *entry[T]) {
 	r.mu.Lock()
 	r.arr.Load().s[e.idx].Store(nil)
-	r.free = append(r.free, e.idx)
+	r.free = append(r.free, int(e.idx))
 	r.mu.Unlock()
 }
 

@@ -159,3 +159,13 @@ func TestConcurrentDoubleReleaseNeverChecksAHandedOnObject(t *testing.T) {
 	}
 	require.Zero(t, m.onHeld.Load(), "CheckRelease ran on an object held by another lease")
 }
+
+// With a pointer-sized T an entry is 128 bytes (its size class keeps it
+// 128-byte aligned) and its Metrics starts at offset 64: the 64-byte copy
+// into Recycle's arguments reads one cache line, and does not stall on
+// store forwarding (decision 0006).
+func TestEntryLayout(t *testing.T) {
+	off, size := pool.EntryLayout()
+	require.Equal(t, uintptr(64), off, "offset of entry.m")
+	require.Equal(t, uintptr(128), size, "size of entry")
+}

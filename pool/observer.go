@@ -179,7 +179,7 @@ func (p *Pool[T]) noteClose(e *entry[T]) *closeNote {
 	if p.cfg.Observer == nil {
 		return nil
 	}
-	return &closeNote{id: e.m.ID, created: e.created, uses: e.m.Uses}
+	return &closeNote{id: e.m.ID, created: int64(e.m.Created.Sub(p.start)), uses: e.m.Uses}
 }
 
 func (p *Pool[T]) observeClose(n *closeNote, r int, err error) {

@@ -77,7 +77,7 @@ type Pool[T any] struct {
 	// time arithmetic.
 	clock atomic.Pointer[tick]
 	// epoch counts Resets; objects stamped with an older epoch are closed.
-	epoch atomic.Uint64
+	epoch atomic.Uint32
 	// xch is the current exchange; replaced (grown) by SetMaxSize.
 	xch atomic.Pointer[xbox[T]]
 	_   cacheline.Pad
@@ -174,27 +174,29 @@ type entry[T any] struct {
 	// taken at, and any copy of an ended lease finds another value.
 	state    atomic.Uint64
 	p        *Pool[T]
-	idx      int // the entry's index in reg; guarded by reg.mu
+	idx      int32  // the entry's index in reg; guarded by reg.mu
+	epoch    uint32 // the pool's Reset epoch when it was made
 	value    T
-	created  int64  // clock ns when Connect returned
-	lastUsed int64  // clock ns at the last release (coarse)
-	deadline int64  // clock ns past which the lifetime has ended; 0: none
-	epoch    uint64 // the pool's Reset epoch when it was made
-	// inCall is the reason to close the object for while a Manager call
-	// that may panic (Recycle, CheckRelease) runs on it; 0 otherwise (see
-	// closeIfPanicked).
-	inCall int
-	// m is passed to Recycle as is: Created, LastUsed (the coarse clock's
-	// time at the last release) and Uses (the hand-out count) are kept up to
-	// date in place, so that a hand-out builds no Metrics value.
-	m manager.Metrics
-	// path is how the current holder's Acquire found the object, for the
-	// Observer; set on the slow paths only (a hooked pool takes no other).
-	path AcquirePath
+	lastUsed int64 // clock ns at the last release (coarse)
+	deadline int64 // clock ns past which the lifetime has ended; 0: none
 	// leak is the record of the Acquire that took the object, with
 	// LeakThreshold set (see leak.go): written by that acquirer, read by
 	// the maintainer, hence atomic.
 	leak atomic.Pointer[leakRec]
+	// inCall is the reason to close the object for while a Manager call
+	// that may panic (Recycle, CheckRelease) runs on it; 0 otherwise (see
+	// closeIfPanicked).
+	inCall int32
+	// path is how the current holder's Acquire found the object, for the
+	// Observer; set on the slow paths only (a hooked pool takes no other).
+	path AcquirePath
+	// m is passed to Recycle as is: Created, LastUsed (the coarse clock's
+	// time at the last release) and Uses (the hand-out count) are kept up to
+	// date in place, so that a hand-out builds no Metrics value. With a
+	// pointer-sized T it starts at offset 64 of a 128-byte entry: one cache
+	// line, so that its copy into Recycle's arguments does not straddle two
+	// (see TestEntryLayout and decision 0006).
+	m manager.Metrics
 }
 
 // New returns a pool of objects made by m. It returns an error matching
@@ -568,10 +570,19 @@ func recycleFailed(ctx context.Context) int {
 // still set: the object is closed and its slot freed before the panic goes
 // on to the caller. One pointer is all the defer keeps.
 func (e *entry[T]) closeIfPanicked() {
-	if r := e.inCall; r != 0 {
-		e.inCall = 0
-		e.p.discard(e, r)
+	if e.inCall != 0 { // small enough to inline into the deferred call
+		e.panicked()
 	}
+}
+
+// panicked closes e, whose Manager call panicked, for the reason in inCall.
+// Not inlined, so that closeIfPanicked is.
+//
+//go:noinline
+func (e *entry[T]) panicked() {
+	r := int(e.inCall)
+	e.inCall = 0
+	e.p.discard(e, r)
 }
 
 // releaseRefused runs the manager's ReleaseChecker on e, which the caller
@@ -697,12 +708,12 @@ func (p *Pool[T]) forget(e *entry[T]) {
 // here, once.
 // epoch is the Reset epoch when its connect started: a Reset during the
 // connect makes the new object stale at its first check.
-func (p *Pool[T]) newEntry(v T, epoch uint64) *entry[T] {
+func (p *Pool[T]) newEntry(v T, epoch uint32) *entry[T] {
 	d := p.now()
 	now := int64(d)
 	at := p.start.Add(d)
 	id := p.connected()
-	e := &entry[T]{p: p, value: v, created: now, lastUsed: now, epoch: epoch,
+	e := &entry[T]{p: p, value: v, lastUsed: now, epoch: epoch,
 		m: manager.Metrics{Created: at, LastUsed: at, ID: id}}
 	e.state.Store(1) // held by its creator
 	if lt := p.cfg.MaxLifetime; lt > 0 {
