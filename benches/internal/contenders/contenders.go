@@ -35,6 +35,13 @@ type PoolConfig struct {
 	// Exchange selects poolkit's shared reservoir: "ring" (default),
 	// "mutex" or "none". Others ignore it.
 	Exchange string
+	// Observer sets poolkit's Config.Observer: "" none, "nop"
+	// (pool.NopObserver), "slog" (pool.NewSlogObserver at the default Info
+	// level, writing to io.Discard: a quick Acquire logs nothing). Others
+	// ignore it.
+	Observer string
+	// LeakThreshold sets poolkit's Config.LeakThreshold. Others ignore it.
+	LeakThreshold time.Duration
 }
 
 // Pool is an object pool under test.

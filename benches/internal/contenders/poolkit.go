@@ -6,6 +6,9 @@ package contenders
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"time"
 
 	"github.com/poolkit/poolkit/bytepool"
 	"github.com/poolkit/poolkit/manager"
@@ -16,7 +19,16 @@ import (
 // exchange off, every object must fit on the per-P stacks, so LocalDepth
 // rises to MaxSize / GOMAXPROCS (rounded up).
 func poolkitConfig(c PoolConfig, procs int) (pool.Config, error) {
-	cfg := pool.Config{MaxSize: c.MaxSize, AcquireTimeout: c.AcquireTimeout}
+	cfg := pool.Config{MaxSize: c.MaxSize, AcquireTimeout: c.AcquireTimeout, LeakThreshold: c.LeakThreshold}
+	switch c.Observer {
+	case "":
+	case "nop":
+		cfg.Observer = pool.NopObserver{}
+	case "slog":
+		cfg.Observer = pool.NewSlogObserver(slog.New(slog.NewTextHandler(io.Discard, nil)), time.Second)
+	default:
+		return cfg, fmt.Errorf("contenders: unknown poolkit observer %q", c.Observer)
+	}
 	switch c.Exchange {
 	case "", "ring":
 		cfg.Exchange = pool.ExchangeRing

@@ -33,6 +33,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/poolkit/poolkit/benches/internal/contenders"
 	"github.com/poolkit/poolkit/benches/internal/results"
@@ -81,6 +82,7 @@ func Ops() []Op {
 	for _, name := range poolContenders {
 		ops = append(ops, poolOp(name))
 	}
+	ops = append(ops, observerOps()...)
 	for _, n := range BytesSizes {
 		for _, name := range bytesContenders {
 			ops = append(ops, bytesOp(name, n))
@@ -107,6 +109,30 @@ func Guarded() []Op {
 	return out
 }
 
+// ObserverUnit says what one op of the Pool/Observer table is.
+const ObserverUnit = "one Acquire + Release of poolkit's pool (MaxSize 8, a no-op manager, a cancellable context) with the option named, which sends both to their slow paths: none (the hot path), Config.Observer set to pool.NopObserver or to pool.NewSlogObserver at level Info (a quick Acquire logs nothing), or Config.LeakThreshold set (each Acquire records its caller's stack)"
+
+// observerOps are poolkit's pool with and without the options that cost
+// every Acquire: what an Observer or leak detection adds per op.
+func observerOps() []Op {
+	var ops []Op
+	for _, v := range []struct {
+		name string
+		cfg  contenders.PoolConfig
+	}{
+		{"none", contenders.PoolConfig{}},
+		{"NopObserver", contenders.PoolConfig{Observer: "nop"}},
+		{"SlogObserver", contenders.PoolConfig{Observer: "slog"}},
+		{"LeakThreshold", contenders.PoolConfig{LeakThreshold: time.Hour}},
+	} {
+		ops = append(ops, Op{
+			IcountOp: results.IcountOp{Name: "Pool/Observer/Impl=" + v.name, Table: "Pool/Observer", Contender: v.name, Unit: ObserverUnit},
+			setup:    poolSetup("poolkit", v.cfg),
+		})
+	}
+	return ops
+}
+
 func poolOp(name string) Op {
 	o := Op{IcountOp: results.IcountOp{
 		Name: "Pool/Impl=" + name, Table: "Pool", Contender: name, Unit: PoolUnit,
@@ -126,12 +152,19 @@ func poolOp(name string) Op {
 		}
 		return o
 	}
-	o.setup = func() (func(), func(), error) {
+	o.setup = poolSetup(name, contenders.PoolConfig{})
+	return o
+}
+
+// poolSetup makes the pool contender name with cfg (MaxSize poolMaxSize).
+func poolSetup(name string, cfg contenders.PoolConfig) func() (func(), func(), error) {
+	return func() (func(), func(), error) {
 		c, err := contenders.PoolByName(name)
 		if err != nil {
 			return nil, nil, err
 		}
-		p, err := c.New(contenders.PoolConfig{MaxSize: poolMaxSize})
+		cfg.MaxSize = poolMaxSize
+		p, err := c.New(cfg)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -145,7 +178,6 @@ func poolOp(name string) Op {
 				p.Close()
 			}, nil
 	}
-	return o
 }
 
 func bytesOp(name string, n int) Op {
