@@ -46,6 +46,18 @@
 // and the expiry checks and Metrics.LastUsed use it. Lifetimes and idle times
 // are therefore enforced to within about one tick.
 //
+// # Production
+//
+// Config's HealthCheckPeriod checks idle objects in the background (with
+// Manager.Recycle, bounded by CheckTimeout, which also bounds the acquire
+// path's checks), LeakThreshold reports leases held too long with the stack
+// of their Acquire, MaxIdle caps idle objects, and an Observer (NewSlogObserver,
+// or one of your own: a tracer, a metrics recorder) is told of acquires,
+// connects, closes and leaks. Warm connects MinIdle objects at start-up, or
+// returns the first connect error. Stats carries a histogram of the time
+// blocked acquires took, and timeout errors the pool's state. With none of
+// these set, the fast paths are exactly as they would be without them.
+//
 // # Errors
 //
 // Acquire returns ErrClosed after Close; TryAcquire returns ErrExhausted when
