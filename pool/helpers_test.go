@@ -21,7 +21,7 @@ import (
 // test skips and how to enable it (a t.Skip message shows only with -v).
 func TestMain(m *testing.M) {
 	if os.Getenv(envRedisAddr) == "" {
-		fmt.Fprintf(os.Stderr, "pool: integration test skipped: set %s (e.g. %s=127.0.0.1:6379) to run it\n", envRedisAddr, envRedisAddr)
+		fmt.Fprintf(os.Stderr, "integration test of package pool skipped: set %s (e.g. %s=127.0.0.1:6379) to run it\n", envRedisAddr, envRedisAddr)
 	}
 	goleak.VerifyTestMain(m)
 }
