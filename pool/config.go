@@ -61,8 +61,9 @@ type Config struct {
 	// 0: no limit.
 	MaxUses int
 	// AcquireTimeout bounds an Acquire that cannot be served at once, from
-	// the start of its slow path to its return, across every wait, connect
-	// and retry; the earlier of it and the context's deadline applies.
+	// the moment it first has to connect or wait to its return, across every
+	// wait, connect and retry (a waiter whose object fails its check keeps
+	// its timer); the earlier of it and the context's deadline applies.
 	// 0: only the context.
 	AcquireTimeout time.Duration
 	// ConnectTimeout bounds one Manager.Connect. 0: DefaultConnectTimeout.

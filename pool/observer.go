@@ -228,6 +228,7 @@ func (h *waitHist) read() (c [NumWaitBuckets]uint64, total uint64) {
 // the Acquire on a deadline is given the pool's state at that moment.
 func (p *Pool[T]) blockTimed(ctx context.Context, t *acqTimer, slot bool) (Lease[T], error) {
 	start := p.now()
+	t.begin = start // AcquireTimeout counts from here
 	l, queued, err := p.block(ctx, t, slot)
 	d := p.now() - start
 	p.counters.waitHist.observe(d)

@@ -442,9 +442,6 @@ func (p *Pool[T]) TryAcquire(ctx context.Context) (Lease[T], error) {
 
 func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) {
 	var t acqTimer
-	if wait && p.cfg.AcquireTimeout > 0 {
-		t.begin = p.now()
-	}
 	s := p.state.Load()
 	if s&closedBit != 0 {
 		return Lease[T]{}, ErrClosed

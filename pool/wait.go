@@ -144,11 +144,12 @@ func (p *Pool[T]) dispatch() {
 }
 
 // acqTimer is the Config.AcquireTimeout timer of one Acquire. begin is when
-// the Acquire's slow path started; the timer is made when it first blocks,
-// for what is left of AcquireTimeout, and kept across its retries, so that
-// AcquireTimeout bounds the whole Acquire.
+// the Acquire first had to block (connect or queue: blockTimed's clock read,
+// so it costs nothing more); the timer is made when it first waits, for what
+// is left of AcquireTimeout, and kept across its retries, so that
+// AcquireTimeout bounds every wait, connect and retry together.
 type acqTimer struct {
-	begin time.Duration // p.now() at the start; set only with AcquireTimeout
+	begin time.Duration // p.now() when the Acquire first blocked
 	t     *time.Timer
 }
 
