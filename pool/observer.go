@@ -247,7 +247,7 @@ func (p *Pool[T]) withState(err error) error {
 	idle := p.idleLen()
 	live, connecting, closing := p.live.Load(), p.connecting.Load(), p.closing.Load()
 	return &stateError{err: err, state: fmt.Sprintf("live=%d idle=%d leased=%d waiting=%d",
-		live, idle, max(live-int64(idle)-connecting-closing, 0), p.state.Load()&waiterMask)}
+		live, idle, max(live-int64(idle)-connecting-closing-p.checking.Load(), 0), p.state.Load()&waiterMask)}
 }
 
 // stateError is an error with the pool's state when it happened, like

@@ -33,7 +33,7 @@ type Stats struct {
 	MaxSize    int
 	Live       int // idle + leased + connecting + closing: exact at the instant it is read
 	Idle       int // approximate
-	Leased     int // Live - Idle - Connecting - Closing, clamped at 0
+	Leased     int // Live - Idle - Connecting - Closing - those under a health check, clamped at 0
 	Connecting int // slots reserved for a connect whose Manager.Connect has not returned
 	Closing    int // waiting for, or in, Manager.Close: they keep their slots until it returns
 	Waiting    int
@@ -122,7 +122,7 @@ func (p *Pool[T]) Stats() Stats {
 	}
 	s.WaitBuckets, s.Blocked = c.waitHist.read()
 	s.BlockedTime = time.Duration(c.waitHist.sum.Load())
-	s.Leased = max(s.Live-s.Idle-s.Connecting-s.Closing, 0)
+	s.Leased = max(s.Live-s.Idle-s.Connecting-s.Closing-int(p.checking.Load()), 0) // objects under a health check are not leased
 	if a := int64(s.LocalHits+c.acqOther.Load()) - int64(c.localMiss.Load()); a > 0 {
 		s.Acquires = uint64(a)
 	}

@@ -38,11 +38,40 @@ func TestStress(t *testing.T) {
 	// Contended: 72 goroutines on 8 objects (waits, hand-offs, slot
 	// hand-offs). Roomy: 64 goroutines on 64 objects (fast path, steals,
 	// exchange, registry scan), with the same chaos.
-	t.Run("MaxSize=8", func(t *testing.T) { stress(t, 8, 2) })
-	t.Run("MaxSize=64", func(t *testing.T) { stress(t, 64, 4) })
+	t.Run("MaxSize=8", func(t *testing.T) { stress(t, 8, 2, nil) })
+	t.Run("MaxSize=64", func(t *testing.T) { stress(t, 64, 4, nil) })
+	// The production options on the contended pool: health checks racing
+	// acquirers for idle objects, bounded checks, MaxIdle closing on
+	// release, leak scans, and an Observer on every Acquire, whose starts
+	// and ends must pair.
+	obs := &pairingObserver{}
+	t.Run("MaxSize=8/Production", func(t *testing.T) {
+		stress(t, 8, 2, func(c *pool.Config) {
+			c.HealthCheckPeriod = time.Millisecond
+			c.CheckTimeout = 10 * time.Millisecond
+			c.LeakThreshold = 30 * time.Millisecond
+			c.MaxIdle = 4
+			c.Observer = obs
+		})
+		require.Equal(t, obs.starts.Load(), obs.ends.Load(), "every AcquireStart has its AcquireEnd")
+		require.NotZero(t, obs.ends.Load())
+	})
 }
 
-func stress(t *testing.T, maxSize, localDepth int) {
+// pairingObserver counts acquire starts and ends.
+type pairingObserver struct {
+	pool.NopObserver
+	starts, ends atomic.Int64
+}
+
+func (o *pairingObserver) AcquireStart(ctx context.Context) context.Context {
+	o.starts.Add(1)
+	return ctx
+}
+
+func (o *pairingObserver) AcquireEnd(context.Context, pool.AcquireEvent) { o.ends.Add(1) }
+
+func stress(t *testing.T, maxSize, localDepth int, opts func(*pool.Config)) {
 	dur := stressDuration(t) / 2
 	var created, closed, detached atomic.Int64
 	var violations atomic.Int64
@@ -52,7 +81,7 @@ func stress(t *testing.T, maxSize, localDepth int) {
 		firstViolation.CompareAndSwap(nil, &s)
 	}
 	m := &stressMgr{created: &created, closed: &closed, violate: violate}
-	p, err := pool.New[*obj](m, pool.Config{
+	cfg := pool.Config{
 		MaxSize:        maxSize,
 		MinIdle:        2,
 		MaxLifetime:    40 * time.Millisecond,
@@ -62,7 +91,11 @@ func stress(t *testing.T, maxSize, localDepth int) {
 		ConnectTimeout: 20 * time.Millisecond,
 		AcquireTimeout: 100 * time.Millisecond,
 		LocalDepth:     localDepth,
-	})
+	}
+	if opts != nil {
+		opts(&cfg)
+	}
+	p, err := pool.New[*obj](m, cfg)
 	require.NoError(t, err)
 
 	stop := make(chan struct{})
