@@ -16,9 +16,9 @@ import (
 //   - a close at Debug (reason, ID, age, uses; a Manager.Close error at Warn);
 //   - a leak at Warn, with the Acquire's stack.
 //
-// Each event costs a check of l's level first: disabled levels build nothing.
-// Every method passes its context to l, so a handler can add the trace IDs
-// it carries.
+// An event below l's level is not logged (l.Enabled is asked first), and a
+// quick successful Acquire logs nothing. Every method passes its context to
+// l, so a handler can add the trace IDs it carries.
 func NewSlogObserver(l *slog.Logger, slowAcquire time.Duration) Observer {
 	if l == nil {
 		l = slog.Default()
