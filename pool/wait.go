@@ -281,13 +281,19 @@ func (p *Pool[T]) block(ctx context.Context, t *acqTimer, slot bool) (l Lease[T]
 // itself, else a hand is (or is about to be) in its channel and it receives
 // it and gives it back: nothing is lost.
 func (p *Pool[T]) await(ctx context.Context, w *waiter[T], t *acqTimer) (hand[T], error) {
+	done, timer := ctx.Done(), p.timerC(t)
+	if done == nil && timer == nil {
+		// Nothing can end the wait but a hand (context.Background, no
+		// AcquireTimeout): a plain receive, not a select.
+		return <-w.ch, nil
+	}
 	var err error
 	select {
 	case h := <-w.ch:
 		return h, nil
-	case <-ctx.Done():
+	case <-done:
 		err = ctxError(ctx)
-	case <-p.timerC(t):
+	case <-timer:
 		err = errAcquireTimeout
 	}
 	p.countErr(err)
