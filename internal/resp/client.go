@@ -74,7 +74,11 @@ func (c *Client) Close(ctx context.Context) error { return c.pool.Close(ctx) }
 
 // Ping sends PING and checks the answer.
 func (c *Client) Ping(ctx context.Context) error {
-	r, err := c.Do(ctx, "PING")
+	return pong(c.Do(ctx, "PING"))
+}
+
+// pong checks the answer to a PING.
+func pong(r Reply, err error) error {
 	if err != nil {
 		return err
 	}

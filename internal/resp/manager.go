@@ -79,13 +79,7 @@ func (m Manager) Recycle(ctx context.Context, c *Conn, met manager.Metrics) erro
 		after = DefaultPingAfter
 	}
 	if after > 0 && time.Since(met.LastUsed) >= after {
-		r, err := c.Do(ctx, "PING")
-		if err != nil {
-			return err
-		}
-		if r.Str != "PONG" {
-			return fmt.Errorf("resp: PING answered %q", r.Str)
-		}
+		return pong(c.Do(ctx, "PING"))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/poolkit/poolkit/internal/itest"
 	"net"
 	"os"
 	"regexp"
@@ -138,21 +139,11 @@ func (a *admin) terminate(name string) int {
 	return len(pids)
 }
 
-// eventually polls cond every 5 ms until it holds or timeout passes, then
-// fails the test with cond's last message.
+// eventually polls cond until it holds or timeout passes, then fails the
+// test with cond's last message.
 func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still not true after %v: %s", timeout, msg)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	itest.Eventually(t, timeout, cond)
 }
 
 // faultConn is a TCP connection whose writes can be made slow, swallowed or
