@@ -12,7 +12,9 @@ import (
 // every idle object, claiming one at a time like reap, and checks those idle
 // for at least the period with Manager.Recycle, at most MaxConnecting at
 // once. A claimed object is held: it is not handed out, and acquirers find
-// the others, connect or wait as they would anyway — none waits for a check.
+// the others, connect or wait as they would anyway: an acquirer waits for a
+// checked object only when nothing else is idle and the pool is full, and
+// then at most one check (bounded by CheckTimeout, else the period).
 // A passed object is given back (to the oldest waiter, or idle), keeping its
 // last-used time, so that an object that stays idle is checked every period;
 // a failed one is closed (CloseHealthCheck), and the maintainer's next tick
@@ -83,10 +85,14 @@ func (p *Pool[T]) healthCheck(e *entry[T]) {
 		ctx, cancel = context.WithTimeout(ctx, p.cfg.HealthCheckPeriod)
 		defer cancel()
 	}
-	e.inCall = reasonHealth
-	defer e.closeIfPanicked()
+	// A Recycle that panics here has no caller to reach: the panic is
+	// recovered, after the guard has closed the object, and counts as a
+	// failed check.
+	defer func() { _ = recover() }()
+	armed := true
+	defer e.closeIfPanicked(&armed, reasonHealth)
 	err := p.mgr.Recycle(ctx, e.value, e.m)
-	e.inCall = 0
+	armed = false
 	p.counters.healthChecks.Add(1)
 	if err != nil && p.ctx.Err() == nil {
 		p.discard(e, reasonHealth)

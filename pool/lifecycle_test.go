@@ -573,3 +573,76 @@ func TestNewIsConstantInMaxSize(t *testing.T) {
 	huge := alloc(math.MaxInt)
 	require.Less(t, huge, small+64<<10, "bytes allocated by New(MaxSize=MaxInt) vs New(1): %d vs %d", huge, small)
 }
+
+type cancelKey struct{}
+
+// The panic guard around a Manager call ends with the call: an object given
+// back after a check (a Recycle failed because the caller's context ended;
+// a health check passed) may at once be under another holder's check, and
+// nothing of the first caller's touches it again. Two goroutines cycle the
+// one object while a third keeps acquiring with contexts its Recycle
+// cancels: no object is ever closed, none is handed out closed.
+func TestPanicGuardEndsWithTheCall(t *testing.T) {
+	f := &fakeMgr{recycle: func(ctx context.Context, o *obj, m manager.Metrics) error {
+		if cancel, ok := ctx.Value(cancelKey{}).(context.CancelFunc); ok {
+			cancel() // the caller gives up during the check
+			return ctx.Err()
+		}
+		return nil
+	}}
+	p := newPool(t, f, pool.Config{MaxSize: 1})
+	fill(t, p, 1)
+	deadline := time.Now().Add(500 * time.Millisecond)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				l, err := p.TryAcquire(context.Background())
+				if err != nil {
+					continue
+				}
+				if o := l.Value(); o == nil || o.closed.Load() {
+					f.problem("handed out a closed object")
+				}
+				l.Release()
+			}
+		})
+	}
+	wg.Go(func() {
+		for time.Now().Before(deadline) {
+			ctx, cancel := context.WithCancel(context.Background())
+			ctx = context.WithValue(ctx, cancelKey{}, context.CancelFunc(cancel))
+			if l, err := p.Acquire(ctx); err == nil {
+				l.Release()
+			}
+			cancel()
+		}
+	})
+	wg.Wait()
+	f.check(t)
+	require.Zero(t, settle(t, p).Closed, "only cancelled checks failed: nothing to close")
+}
+
+// cancellingObserver's AcquireStart hands the Acquire a context that has
+// already ended.
+type cancellingObserver struct{ pool.NopObserver }
+
+func (cancellingObserver) AcquireStart(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancel(ctx)
+	cancel()
+	return ctx
+}
+
+// The context an Observer's AcquireStart returns is the Acquire's from then
+// on: if it has ended, the Acquire hands out nothing, on an idle object too.
+func TestAcquireOnContextEndedByObserverHandsOutNothing(t *testing.T) {
+	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 2, MinIdle: 1, Observer: cancellingObserver{}})
+	require.Eventually(t, func() bool { return p.Stats().Idle == 1 }, 5*time.Second, time.Millisecond)
+	_, err := p.Acquire(context.Background())
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = p.TryAcquire(context.Background())
+	require.ErrorIs(t, err, context.Canceled)
+	st := p.Stats()
+	require.Equal(t, 1, st.Idle, "the idle object was not handed out")
+	require.Equal(t, uint64(1), st.Connects, "MinIdle's connect, and none for the Acquires")
+}

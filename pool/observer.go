@@ -22,7 +22,9 @@ import (
 // must not call the pool's Acquire, nor Close.
 //
 // An Observer costs every Acquire and Release the slow path (the hot path's
-// figures are in docs/BENCHMARKS.md); a pool without one pays nothing.
+// figures are in docs/BENCHMARKS.md); a pool without one pays nothing. Its
+// methods must not panic: a panic in AcquireEnd after a successful Acquire
+// loses the lease, and with it a slot, for good.
 type Observer interface {
 	// AcquireStart is called as an Acquire or TryAcquire begins. The
 	// context it returns is used for the rest of the Acquire — Recycle,
@@ -141,6 +143,11 @@ func (p *Pool[T]) acquireHooked(ctx context.Context, wait bool) (Lease[T], error
 	if obs != nil {
 		if ctx = obs.AcquireStart(ctx); ctx == nil {
 			panic("pool: Observer.AcquireStart returned a nil Context")
+		}
+		if ctx.Err() != nil { // the context AcquireStart returned has ended
+			err := p.ctxFail(ctx)
+			obs.AcquireEnd(ctx, AcquireEvent{Wait: p.now() - start, Err: err})
+			return Lease[T]{}, err
 		}
 	}
 	l, err := p.acquireSlow(ctx, wait)

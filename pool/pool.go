@@ -183,10 +183,6 @@ type entry[T any] struct {
 	// LeakThreshold set (see leak.go): written by that acquirer, read by
 	// the maintainer, hence atomic.
 	leak atomic.Pointer[leakRec]
-	// inCall is the reason to close the object for while a Manager call
-	// that may panic (Recycle, CheckRelease) runs on it; 0 otherwise (see
-	// closeIfPanicked).
-	inCall int32
 	// path is how the current holder's Acquire found the object, for the
 	// Observer; set on the slow paths only (a hooked pool takes no other).
 	path AcquirePath
@@ -386,10 +382,10 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 						e.m.Uses++
 						return Lease[T]{e, gen}, nil
 					}
-					e.inCall = reasonRecycle
-					defer e.closeIfPanicked()
+					armed := true
+					defer e.closeIfPanicked(&armed, reasonRecycle)
 					err := p.mgr.Recycle(ctx, e.value, e.m)
-					e.inCall = 0
+					armed = false
 					if err == nil {
 						e.m.Uses++
 						return Lease[T]{e, gen}, nil
@@ -539,10 +535,10 @@ func (p *Pool[T]) check(ctx context.Context, e *entry[T]) int {
 		// the caller: a panicking manager costs one object, not a slot for
 		// good. The defer is open-coded (a flag on the stack, tested at
 		// return); its cost is in DESIGN.md.
-		e.inCall = reasonRecycle
-		defer e.closeIfPanicked()
+		armed := true
+		defer e.closeIfPanicked(&armed, reasonRecycle)
 		err := p.mgr.Recycle(ctx, e.value, e.m)
-		e.inCall = 0
+		armed = false
 		if err != nil {
 			return recycleFailed(ctx)
 		}
@@ -562,23 +558,23 @@ func recycleFailed(ctx context.Context) int {
 }
 
 // closeIfPanicked is deferred around a Manager call on an object the caller
-// holds, with inCall set to the reason to close it for; the call clears it
-// when it returns. Should the call panic (or call runtime.Goexit), inCall is
-// still set: the object is closed and its slot freed before the panic goes
-// on to the caller. One pointer is all the defer keeps.
-func (e *entry[T]) closeIfPanicked() {
-	if e.inCall != 0 { // small enough to inline into the deferred call
-		e.panicked()
+// holds, with *armed true until the call returns. Should the call panic (or
+// call runtime.Goexit), *armed is still true: the object is closed for
+// reason r and its slot freed before the panic goes on to the caller. The
+// flag lives on the caller's stack, not in the entry: by the time the
+// deferred call runs (at the caller's return) the object may have been given
+// back and be under another holder's check.
+func (e *entry[T]) closeIfPanicked(armed *bool, r int) {
+	if *armed { // small enough to inline into the deferred call
+		e.panicked(r)
 	}
 }
 
-// panicked closes e, whose Manager call panicked, for the reason in inCall.
-// Not inlined, so that closeIfPanicked is.
+// panicked closes e, whose Manager call panicked, for reason r. Not inlined,
+// so that closeIfPanicked is.
 //
 //go:noinline
-func (e *entry[T]) panicked() {
-	r := int(e.inCall)
-	e.inCall = 0
+func (e *entry[T]) panicked(r int) {
 	e.p.discard(e, r)
 }
 
@@ -586,10 +582,10 @@ func (e *entry[T]) panicked() {
 // holds, and reports whether it refused the object. A panicking CheckRelease
 // closes the object and frees its slot before the panic goes on.
 func (p *Pool[T]) releaseRefused(e *entry[T]) bool {
-	e.inCall = reasonReleaseCheck
-	defer e.closeIfPanicked()
+	armed := true
+	defer e.closeIfPanicked(&armed, reasonReleaseCheck)
 	err := p.relCheck.CheckRelease(e.value)
-	e.inCall = 0
+	armed = false
 	return err != nil
 }
 
@@ -611,6 +607,9 @@ func (p *Pool[T]) endLease(e *entry[T], gen uint64) {
 // the manager's release check, the time stamp, the expiry checks, then
 // giveBack.
 func (p *Pool[T]) putHeld(e *entry[T]) {
+	if p.cfg.LeakThreshold > 0 {
+		e.leak.Store(nil) // the lease is over; its record held the acquirer's context
+	}
 	if p.relCheck != nil && p.releaseRefused(e) {
 		p.discard(e, reasonReleaseCheck)
 		return
@@ -697,6 +696,7 @@ func (p *Pool[T]) closeClaimed(e *entry[T], r int) {
 // until they are popped, but not at the object.
 func (p *Pool[T]) forget(e *entry[T]) {
 	p.reg.remove(e)
+	e.leak.Store(nil) // a leak record holds its acquirer's context
 	var zero T
 	e.value = zero
 }
