@@ -9,7 +9,8 @@ import (
 // fast path (the fast path's counts come from the shard's per-P counters).
 type counters struct {
 	xhits, steals, handoffs atomic.Uint64
-	// acqOther counts acquires served by anything but a local hint;
+	// acqOther counts acquires served by anything but a local hint or a
+	// hand-off (handoffs counts those, one add per hand-off);
 	// localMiss, objects claimed through a local hint that were not handed
 	// out (failed checks, or taken for a waiter); stale, local hints whose
 	// object was held.
@@ -123,7 +124,7 @@ func (p *Pool[T]) Stats() Stats {
 	s.WaitBuckets, s.Blocked = c.waitHist.read()
 	s.BlockedTime = time.Duration(c.waitHist.sum.Load())
 	s.Leased = max(s.Live-s.Idle-s.Connecting-s.Closing-int(p.checking.Load()), 0) // objects under a health check are not leased
-	if a := int64(s.LocalHits+c.acqOther.Load()) - int64(c.localMiss.Load()); a > 0 {
+	if a := int64(s.LocalHits+c.acqOther.Load()+s.HandOffs) - int64(c.localMiss.Load()); a > 0 {
 		s.Acquires = uint64(a)
 	}
 	return s

@@ -107,13 +107,31 @@ func (p *Pool[T]) handoff(h hand[T]) bool {
 // of both sides of the wake-up protocol: a waiter calls it after enqueueing,
 // a releaser after publishing (when it sees waiters), a slot-freer after
 // freeing.
-func (p *Pool[T]) dispatch() {
+func (p *Pool[T]) dispatch() { p.dispatchFrom(false) }
+
+// dispatchFrom is dispatch; with scanOnly it looks for idle objects by the
+// registry scan alone, skipping the hints. A waiter's look after it queues
+// uses that: the scan is what the wake-up protocol rests on (it loads every
+// entry's state), and in the state that makes goroutines queue — every
+// object leased — the hints are empty, so popping this P's stack and the
+// exchange first only costs.
+func (p *Pool[T]) dispatchFrom(scanOnly bool) {
 	for {
 		s := p.state.Load()
 		if s&closedBit != 0 || s&waiterMask == 0 {
 			return
 		}
-		if e, src := p.take(); e != nil {
+		var e *entry[T]
+		var src int
+		if scanOnly {
+			if e = p.reg.claimAny(); e != nil {
+				p.counters.steals.Add(1)
+				src = srcSteal
+			}
+		} else {
+			e, src = p.take()
+		}
+		if e != nil {
 			if src == srcLocal {
 				p.counters.localMiss.Add(1) // a local pop that is no acquire
 			}
@@ -237,7 +255,7 @@ func (p *Pool[T]) block(ctx context.Context, t *acqTimer, slot bool) (l Lease[T]
 			if !queued {
 				return Lease[T]{}, queued, ErrClosed
 			}
-			p.dispatch()
+			p.dispatchFrom(true)
 			h, err := p.await(ctx, w, t)
 			if err != nil {
 				return Lease[T]{}, queued, err
@@ -255,8 +273,7 @@ func (p *Pool[T]) block(ctx context.Context, t *acqTimer, slot bool) (l Lease[T]
 				r := p.check(ctx, h.e)
 				switch r {
 				case 0:
-					p.counters.acqOther.Add(1)
-					p.counters.handoffs.Add(1)
+					p.counters.handoffs.Add(1) // an acquire too: see Stats
 					h.e.path = PathWait
 					return Lease[T]{h.e, h.e.state.Load()}, queued, nil
 				case checkCanceled:
