@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -16,77 +14,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/poolkit/poolkit/bytepool"
+	"github.com/poolkit/poolkit/internal/pooltest"
 	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"
 	"github.com/poolkit/poolkit/pool/poolotel"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	require.Eventually(t, cond, 10*time.Second, time.Millisecond)
-}
-
-// drivePool brings a pool of MaxSize 2 to a known state: one connection
-// used, one idle; three created and one destroyed; four acquires; three
-// waits in line (one timed out, one cancelled, and the Acquire that made the
-// third connection, which waits in line for its connect); and, while wait
-// runs, one Acquire waiting in line. It returns once that waiter has given
-// up (cancelled), with the pool quiescent.
-func drivePool(t *testing.T, wait func(*pool.Pool[int])) *pool.Pool[int] {
-	t.Helper()
-	var n atomic.Int64
-	// a's Manager.Close waits until the third connection's Acquire is in
-	// line: that Acquire then waits for a's slot, whatever the scheduling.
-	closeGate := make(chan struct{})
-	p, err := pool.New[int](manager.Funcs[int]{
-		ConnectFunc: func(context.Context) (int, error) { return int(n.Add(1)), nil },
-		CloseFunc:   func(int) error { <-closeGate; return nil },
-	}, pool.Config{MaxSize: 2})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, p.Close(context.Background())) })
-	ctx := t.Context()
-
-	a, err := p.Acquire(ctx)
-	require.NoError(t, err)
-	b, err := p.Acquire(ctx)
-	require.NoError(t, err)
-
-	tctx, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
-	_, err = p.Acquire(tctx) // full: waits, times out
-	cancel()
-	require.ErrorIs(t, err, pool.ErrTimeout)
-
-	cctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		_, err := p.Acquire(cctx) // full: waits until cancelled
-		done <- err
-	}()
-	waitFor(t, func() bool { return p.Stats().Waiting == 1 })
-	wait(p)
-	cancel()
-	require.ErrorIs(t, <-done, context.Canceled)
-
-	b.Release()
-	a.Destroy()
-	c, err := p.Acquire(ctx) // b's connection, idle
-	require.NoError(t, err)
-	got := make(chan pool.Lease[int], 1)
-	go func() {
-		d, err := p.Acquire(ctx) // a third connection, once a's slot is free
-		assert.NoError(t, err)
-		got <- d
-	}()
-	waitFor(t, func() bool { return p.Stats().Waiting == 1 })
-	close(closeGate)
-	d := <-got
-	d.Release()
-	t.Cleanup(c.Release) // c stays leased until the test ends (before Close: cleanups run last first)
-	waitFor(t, func() bool { s := p.Stats(); return s.Closing == 0 && s.Idle == 1 })
-	return p
-}
 
 // point is one collected data point: its value, and whether its
 // instrument is a monotonic sum (a Counter).
@@ -146,7 +80,7 @@ func newReader(t *testing.T) (*sdkmetric.ManualReader, *sdkmetric.MeterProvider)
 func TestObservePoolReportsAPoolInAKnownState(t *testing.T) {
 	reader, mp := newReader(t)
 	var reg interface{ Unregister() error }
-	p := drivePool(t, func(p *pool.Pool[int]) {
+	p := pooltest.DrivePool(t, func(p *pool.Pool[int]) {
 		r, err := poolotel.ObservePool(mp.Meter("test"), p, poolotel.Options{Name: "db",
 			Attributes: []attribute.KeyValue{attribute.String("service", "api")}})
 		require.NoError(t, err)

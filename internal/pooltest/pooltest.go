@@ -1,0 +1,83 @@
+// Package pooltest drives a pool to a state known in advance, for the tests
+// of the packages that export pool.Stats (pool/poolprom, pool/poolotel):
+// each checks its own names and values against the same state.
+package pooltest
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/poolkit/poolkit/manager"
+	"github.com/poolkit/poolkit/pool"
+)
+
+// WaitFor waits, up to 10 s, until cond holds.
+func WaitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 10*time.Second, time.Millisecond)
+}
+
+// DrivePool brings a pool of MaxSize 2 to a known state: one connection
+// used, one idle; three created and one destroyed; four acquires; three
+// waits in line (one timed out, one cancelled, and the Acquire that made the
+// third connection, which waits in line for its connect); and, while wait
+// runs, one Acquire waiting in line. It returns once that waiter has given
+// up (cancelled), with the pool quiescent.
+func DrivePool(t *testing.T, wait func(*pool.Pool[int])) *pool.Pool[int] {
+	t.Helper()
+	var n atomic.Int64
+	// a's Manager.Close waits until the third connection's Acquire is in
+	// line: that Acquire then waits for a's slot, whatever the scheduling.
+	closeGate := make(chan struct{})
+	p, err := pool.New[int](manager.Funcs[int]{
+		ConnectFunc: func(context.Context) (int, error) { return int(n.Add(1)), nil },
+		CloseFunc:   func(int) error { <-closeGate; return nil },
+	}, pool.Config{MaxSize: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close(context.Background())) })
+	ctx := t.Context()
+
+	a, err := p.Acquire(ctx)
+	require.NoError(t, err)
+	b, err := p.Acquire(ctx)
+	require.NoError(t, err)
+
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+	_, err = p.Acquire(tctx) // full: waits, times out
+	cancel()
+	require.ErrorIs(t, err, pool.ErrTimeout)
+
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Acquire(cctx) // full: waits until cancelled
+		done <- err
+	}()
+	WaitFor(t, func() bool { return p.Stats().Waiting == 1 })
+	wait(p)
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+
+	b.Release()
+	a.Destroy()
+	c, err := p.Acquire(ctx) // b's connection, idle
+	require.NoError(t, err)
+	got := make(chan pool.Lease[int], 1)
+	go func() {
+		d, err := p.Acquire(ctx) // a third connection, once a's slot is free
+		assert.NoError(t, err)
+		got <- d
+	}()
+	WaitFor(t, func() bool { return p.Stats().Waiting == 1 })
+	close(closeGate)
+	d := <-got
+	d.Release()
+	t.Cleanup(c.Release) // c stays leased until the test ends (before Close: cleanups run last first)
+	WaitFor(t, func() bool { s := p.Stats(); return s.Closing == 0 && s.Idle == 1 })
+	return p
+}
