@@ -108,7 +108,8 @@ type Pool[T any] struct {
 	reg registry[T]
 
 	// goroutines counts the goroutines this pool started that have not
-	// exited (maintainer, dialers, closers).
+	// exited (maintainer, dialers, a closer per object being closed, health
+	// check passes).
 	goroutines atomic.Int64
 	// connecting counts slots reserved for a connect whose Manager.Connect
 	// has not returned (under smu).
