@@ -1,6 +1,7 @@
-// Package pooltest drives a pool to a state known in advance, for the tests
-// of the packages that export pool.Stats (pool/poolprom, pool/poolotel):
-// each checks its own names and values against the same state.
+// Package pooltest drives a pool (and a byte pool) to a state known in
+// advance, for the tests of the packages that export pool.Stats and
+// bytepool.Stats (pool/poolprom, pool/poolotel): each checks its own names
+// and values against the same state.
 package pooltest
 
 import (
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/poolkit/poolkit/bytepool"
 	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"
 )
@@ -80,4 +82,23 @@ func DrivePool(t *testing.T, wait func(*pool.Pool[int])) *pool.Pool[int] {
 	t.Cleanup(c.Release) // c stays leased until the test ends (before Close: cleanups run last first)
 	WaitFor(t, func() bool { s := p.Stats(); return s.Closing == 0 && s.Idle == 1 })
 	return p
+}
+
+// DriveBytes returns a byte pool of classes 64 to 128 bytes, with nothing
+// trimmed while the test runs, after two Gets of 120 bytes (the first
+// allocates a 128-byte buffer, the second is served by the P's stack, each
+// Put back), a Get above MaxSize (a plain allocation) and a Put below
+// MinSize (dropped). The caller runs it with GOMAXPROCS 1, so that every
+// Get and Put runs on the one P and the sources of the Gets are known.
+func DriveBytes(t *testing.T) *bytepool.Pool {
+	t.Helper()
+	bp, err := bytepool.New(bytepool.Config{MinSize: 64, MaxSize: 128, IdleTimeout: -1, IdleCycles: -1})
+	require.NoError(t, err)
+	b := bp.Get(120)
+	bp.Put(b)
+	b = bp.Get(120)
+	bp.Put(b)
+	_ = bp.Get(4096)
+	bp.Put(make([]byte, 0, 8))
+	return bp
 }

@@ -131,14 +131,7 @@ func TestObservePoolReportsAPoolInAKnownState(t *testing.T) {
 // Gets are known.
 func TestObserveBytesReportsAPoolInAKnownState(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	bp, err := bytepool.New(bytepool.Config{MinSize: 64, MaxSize: 128, IdleTimeout: -1, IdleCycles: -1})
-	require.NoError(t, err)
-	b := bp.Get(120) // allocates a 128-byte class buffer
-	bp.Put(b)        // kept on the P's stack
-	b = bp.Get(120)  // served by it
-	bp.Put(b)
-	_ = bp.Get(4096)           // above MaxSize: a plain allocation
-	bp.Put(make([]byte, 0, 8)) // smaller than MinSize: dropped
+	bp := pooltest.DriveBytes(t)
 
 	reader, mp := newReader(t)
 	reg, err := poolotel.ObserveBytes(mp.Meter("test"), bp, poolotel.Options{Name: "buffers"})

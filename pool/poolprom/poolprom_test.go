@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/poolkit/poolkit/bytepool"
 	"github.com/poolkit/poolkit/internal/pooltest"
 	"github.com/poolkit/poolkit/pool"
 	"github.com/poolkit/poolkit/pool/poolprom"
@@ -149,14 +148,7 @@ poolkit_pool_waits_total{pool="db"} 3
 // Gets are known.
 func TestBytesCollectorReportsAPoolInAKnownState(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	bp, err := bytepool.New(bytepool.Config{MinSize: 64, MaxSize: 128, IdleTimeout: -1, IdleCycles: -1})
-	require.NoError(t, err)
-	b := bp.Get(120) // allocates a 128-byte class buffer
-	bp.Put(b)        // kept on the P's stack
-	b = bp.Get(120)  // served by it
-	bp.Put(b)
-	_ = bp.Get(4096)           // above MaxSize: a plain allocation
-	bp.Put(make([]byte, 0, 8)) // smaller than MinSize: dropped
+	bp := pooltest.DriveBytes(t)
 
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(poolprom.NewBytesCollector(bp, poolprom.Options{Namespace: "svc"}))
