@@ -39,3 +39,6 @@ func EntryLayout() (metricsOffset, size uintptr) {
 	var e entry[*int]
 	return unsafe.Offsetof(e.m), unsafe.Sizeof(e)
 }
+
+// YieldEvery is how many releases a P serves between two yields.
+const YieldEvery = yieldEvery

@@ -16,7 +16,7 @@ func (p *Pool[T]) setHooks() {
 	if p.cfg.Observer != nil || p.cfg.LeakThreshold > 0 {
 		bits |= acqHookBit
 	}
-	if p.cfg.MaxIdle > 0 {
+	if p.cfg.MaxIdle > 0 || p.relCheck != nil {
 		bits |= relHookBit
 	}
 	p.state.Store(bits)

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +34,7 @@ const (
 	// path, and either bit keeps Release off its own (put's state != 0), so
 	// that the fast paths pay nothing for options that are not set.
 	acqHookBit = int64(1) << 60
-	relHookBit = int64(1) << 59 // MaxIdle
+	relHookBit = int64(1) << 59 // MaxIdle, or a manager that implements ReleaseChecker
 	waiterMask = relHookBit - 1
 )
 
@@ -298,11 +299,22 @@ func (l Lease[T]) Value() T {
 // object, and on managers with a ReleaseChecker. Every path ends the lease
 // with one compare-and-swap, so that of two concurrent Releases of one lease
 // exactly one proceeds and the other panics.
+//
+// The release that ends every 1024th use of an object yields the processor
+// (runtime.Gosched) once the object is back in the pool, so that goroutines
+// acquiring and releasing in a loop do not keep the pool's objects from the
+// goroutines that wait for a processor, each for its whole time slice
+// (decision 0008).
 func (l Lease[T]) Release() {
 	e := l.live()
 	p := e.p
-	if p.relCheck != nil || p.state.Load() != 0 || e.lastUsed != p.clock.Load().ns || p.expired(e) != 0 {
+	// Read while the object is held: once published it is another's.
+	due := e.m.Uses&(yieldEvery-1) == 0
+	if p.state.Load() != 0 || e.lastUsed != p.clock.Load().ns || p.expired(e) != 0 {
 		p.put(e, l.gen)
+		if due {
+			runtime.Gosched()
+		}
 		return
 	}
 	// Idle from here: any claimer may take it.
@@ -320,6 +332,9 @@ func (l Lease[T]) Release() {
 	// compare-and-swap above), then look for waiters (see block).
 	if p.state.Load() != 0 {
 		p.afterPublish()
+	}
+	if due {
+		runtime.Gosched()
 	}
 }
 
@@ -769,3 +784,8 @@ func (p *Pool[T]) poke() {
 	default:
 	}
 }
+
+// yieldEvery is how many hand-outs of an object there are between two
+// releases of it that yield the processor (a power of two): see Release and
+// decision 0008.
+const yieldEvery = 1 << 10
