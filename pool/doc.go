@@ -28,6 +28,12 @@
 // gives it to the caller. Manager.Close always runs on one of the pool's
 // closer goroutines, never on the caller's.
 //
+// The release that ends every 1024th use of an object yields the processor
+// (runtime.Gosched) once the object is back: goroutines that acquire and
+// release in a loop take turns a thousand operations long instead of a
+// scheduler time slice, so each gets its share of the pool and none is
+// preempted while it holds an object.
+//
 // # Leases
 //
 // A Lease is a small value: the object's record and a generation (the
@@ -68,6 +74,6 @@
 // returns errors matching ErrInvalidConfig that name the bad field.
 //
 // See docs/DESIGN.md in the repository for the wake-up protocol and the
-// invariants, and docs/decisions/0003, 0004 and 0006 for the measured
-// choices.
+// invariants, and docs/decisions/0003, 0004, 0006 and 0008 for the
+// measured choices.
 package pool

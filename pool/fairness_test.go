@@ -11,8 +11,8 @@ import (
 	"github.com/poolkit/poolkit/pool"
 )
 
-// Fairness between goroutines that contend for a pool (DESIGN.md, "Under
-// contention").
+// Fairness between goroutines that contend for a pool (DESIGN.md, Release,
+// invariant 23).
 
 // TestReleaseYieldsTheProcessor checks that a goroutine acquiring and
 // releasing in a loop yields its processor within yieldEvery releases
