@@ -15,10 +15,10 @@ import (
 // invariant 23).
 
 // TestReleaseYieldsTheProcessor checks that a goroutine acquiring and
-// releasing in a loop yields its processor within yieldEvery releases
+// releasing in a loop yields its processor every yieldEvery releases
 // (decision 0008): with one P, a goroutine made runnable before the loop
 // runs only when the loop yields, or when the scheduler preempts it, some
-// 10 ms and hundreds of thousands of releases later.
+// 10 ms and tens of thousands of releases later.
 func TestReleaseYieldsTheProcessor(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
@@ -37,5 +37,8 @@ func TestReleaseYieldsTheProcessor(t *testing.T) {
 		n++
 	}
 	require.True(t, ran.Load(), "the other goroutine never ran")
-	require.LessOrEqual(t, n, pool.YieldEvery, "releases before the loop yielded")
+	// A yield puts the loop at the back of the scheduler's global queue;
+	// one schedule in 61 looks there first and may take the loop straight
+	// back, so allow a few yields.
+	require.LessOrEqual(t, n, 4*pool.YieldEvery, "releases before the other goroutine ran")
 }
