@@ -315,9 +315,34 @@ func Measure(ctx context.Context, ops []Op, opt Options) (results.Icount, error)
 	return out, nil
 }
 
+// attempts bounds the runs of one count. valgrind (3.19) cannot decode
+// RDTSCP, which the Go runtime executes on some CPUs (runtime.cputicks) when
+// a lock it takes is contended — by the scheduler's monitor thread, at
+// random — and the child then dies of SIGILL. Such a run counted nothing and
+// is repeated; any other failure is not.
+const attempts = 5
+
 // count runs op n times in a child under callgrind and returns the
 // instructions counted inside measured and the child's allocations.
 func count(ctx context.Context, op string, n int, dir string, self []string) (ir, mallocs uint64, err error) {
+	for i := 1; ; i++ {
+		var retry bool
+		ir, mallocs, retry, err = countOnce(ctx, op, n, dir, self)
+		if err == nil || !retry || i == attempts {
+			return ir, mallocs, err
+		}
+	}
+}
+
+// unhandledInstruction reports whether a child's standard error says that
+// valgrind met an instruction it cannot decode and the child died of it.
+func unhandledInstruction(stderr string) bool {
+	return strings.Contains(stderr, "unhandled instruction bytes") && strings.Contains(stderr, "SIGILL")
+}
+
+// countOnce is one run of count; retry reports a run that valgrind cut short
+// (see attempts).
+func countOnce(ctx context.Context, op string, n int, dir string, self []string) (ir, mallocs uint64, retry bool, err error) {
 	file := filepath.Join(dir, fmt.Sprintf("callgrind.%s.%d", strings.NewReplacer("/", "_", "=", "-").Replace(op), n))
 	args := append([]string{"--tool=callgrind", "--callgrind-out-file=" + file}, self...)
 	args = append(args, "-op", op, "-n", strconv.Itoa(n))
@@ -326,22 +351,23 @@ func count(ctx context.Context, op string, n int, dir string, self []string) (ir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return 0, 0, fmt.Errorf("icount: %s: valgrind %s: %w\n%s", op, strings.Join(args, " "), err, tail(stderr.String(), 20))
+		return 0, 0, ctx.Err() == nil && unhandledInstruction(stderr.String()),
+			fmt.Errorf("icount: %s: valgrind %s: %w\n%s", op, strings.Join(args, " "), err, tail(stderr.String(), 20))
 	}
 	mallocs, err = strconv.ParseUint(strings.TrimSpace(stdout.String()), 10, 64)
 	if err != nil {
-		return 0, 0, fmt.Errorf("icount: %s: the child printed %q, want its allocations", op, stdout.String())
+		return 0, 0, false, fmt.Errorf("icount: %s: the child printed %q, want its allocations", op, stdout.String())
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	defer f.Close()
 	ir, err = Totals(f)
 	if err != nil {
-		return 0, 0, fmt.Errorf("icount: %s: %w", op, err)
+		return 0, 0, false, fmt.Errorf("icount: %s: %w", op, err)
 	}
-	return ir, mallocs, nil
+	return ir, mallocs, false, nil
 }
 
 // Totals reads the instructions (Ir, the first event) a callgrind output
