@@ -28,7 +28,7 @@
 // gives it to the caller. Manager.Close always runs on one of the pool's
 // closer goroutines, never on the caller's.
 //
-// The release that ends every 1024th use of an object yields the processor
+// About one release in 1024 of each object yields the processor
 // (runtime.Gosched) once the object is back: goroutines that acquire and
 // release in a loop take turns a thousand operations long instead of a
 // scheduler time slice, so each gets its share of the pool and none is

@@ -15,7 +15,7 @@ import (
 // invariant 23).
 
 // TestReleaseYieldsTheProcessor checks that a goroutine acquiring and
-// releasing in a loop yields its processor every yieldEvery releases
+// releasing in a loop yields its processor about every yieldEvery releases
 // (decision 0008): with one P, a goroutine made runnable before the loop
 // runs only when the loop yields, or when the scheduler preempts it, some
 // 10 ms and tens of thousands of releases later.

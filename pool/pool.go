@@ -300,7 +300,7 @@ func (l Lease[T]) Value() T {
 // with one compare-and-swap, so that of two concurrent Releases of one lease
 // exactly one proceeds and the other panics.
 //
-// The release that ends every 1024th use of an object yields the processor
+// About one release in 1024 of each object yields the processor
 // (runtime.Gosched) once the object is back in the pool, so that goroutines
 // acquiring and releasing in a loop do not keep the pool's objects from the
 // goroutines that wait for a processor, each for its whole time slice
@@ -308,8 +308,7 @@ func (l Lease[T]) Value() T {
 func (l Lease[T]) Release() {
 	e := l.live()
 	p := e.p
-	// Read while the object is held: once published it is another's.
-	due := e.m.Uses&(yieldEvery-1) == 0
+	due := yieldDue(l.gen)
 	if p.state.Load() != 0 || e.lastUsed != p.clock.Load().ns || p.expired(e) != 0 {
 		p.put(e, l.gen)
 		if due {
@@ -785,7 +784,17 @@ func (p *Pool[T]) poke() {
 	}
 }
 
-// yieldEvery is how many hand-outs of an object there are between two
+// yieldEvery is about how many uses of an object there are between two
 // releases of it that yield the processor (a power of two): see Release and
 // decision 0008.
 const yieldEvery = 1 << 10
+
+// yieldDue reports whether the release of the lease of generation gen
+// yields the processor. The generation is the object's state word, which
+// every use moves on by two (claim and fast release, or a hand-off) or four
+// (a release that publishes on the slow path), so gen/2 passes a multiple of
+// yieldEvery about once in yieldEvery uses. It is the lease's own copy: the
+// releaser reads nothing of the entry for it, so that the loser of two
+// concurrent Releases (a race of the caller's) reads nothing a new holder
+// writes.
+func yieldDue(gen uint64) bool { return (gen>>1)&(yieldEvery-1) == 0 }

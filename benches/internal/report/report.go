@@ -473,8 +473,8 @@ round lasts at least twice goroutines × 10 ms / GOMAXPROCS, and half a second: 
 lets a goroutine that never blocks run 10 ms before preempting it, so in a shorter round some
 goroutines would not run at all, however fair the pool. Where goroutines never wait (MaxSize 64
 with up to 64 goroutines) the op counts measure the time slices the scheduler gives them, unless
-the pool itself hands the processor on: poolkit's Release yields it once every 1024 uses of an
-object (decision 0008). The channel pool is the baseline; sync.Pool, which never waits, is left
+the pool itself hands the processor on: poolkit's Release yields it about once in 1024 uses of
+an object (decision 0008). The channel pool is the baseline; sync.Pool, which never waits, is left
 out.`,
 	"Pool/TimeoutArmed": `The parallel workload with every acquire bounded by a timeout that never fires. With
 Via=Config the bound is set once in the pool (poolkit's AcquireTimeout; the channel and mutex
