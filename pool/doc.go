@@ -31,8 +31,8 @@
 // About one release in 1024 of each object yields the processor
 // (runtime.Gosched) once the object is back: goroutines that acquire and
 // release in a loop take turns a thousand operations long instead of a
-// scheduler time slice, so each gets its share of the pool and none is
-// preempted while it holds an object.
+// scheduler time slice, so each gets its share of the pool and few are
+// preempted while they hold an object.
 //
 // # Leases
 //

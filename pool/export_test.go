@@ -40,5 +40,6 @@ func EntryLayout() (metricsOffset, size uintptr) {
 	return unsafe.Offsetof(e.m), unsafe.Sizeof(e)
 }
 
-// YieldEvery is how many releases a P serves between two yields.
+// YieldEvery is how many uses of an object there are, on average, between
+// two releases of it that yield the processor.
 const YieldEvery = yieldEvery

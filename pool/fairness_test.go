@@ -16,29 +16,47 @@ import (
 
 // TestReleaseYieldsTheProcessor checks that a goroutine acquiring and
 // releasing in a loop yields its processor about every yieldEvery releases
-// (decision 0008): with one P, a goroutine made runnable before the loop
-// runs only when the loop yields, or when the scheduler preempts it, some
-// 10 ms and tens of thousands of releases later.
+// (decision 0008), on the fast release path and on the slow one (an
+// Observer sends every release there), whether the object was made for an
+// Acquire or published idle by Warm: with one P, a goroutine made runnable
+// before the loop runs only when the loop yields, or when the scheduler
+// preempts it, some 10 ms and tens of thousands of releases later.
 func TestReleaseYieldsTheProcessor(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
-	ctx := context.Background()
-	l, err := p.Acquire(ctx) // connect first: a connect may block
-	require.NoError(t, err)
-	l.Release()
+	for _, c := range []struct {
+		name string
+		cfg  pool.Config
+		warm bool
+	}{
+		{"FastPath", pool.Config{MaxSize: 1}, false},
+		{"SlowPath", pool.Config{MaxSize: 1, Observer: pool.NopObserver{}}, false},
+		{"SlowPathWarmed", pool.Config{MaxSize: 1, MinIdle: 1, Observer: pool.NopObserver{}}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+			p := newPool(t, &fakeMgr{}, c.cfg)
+			ctx := context.Background()
+			if c.warm {
+				require.NoError(t, p.Warm(ctx))
+			} else {
+				l, err := p.Acquire(ctx) // connect first: a connect may block
+				require.NoError(t, err)
+				l.Release()
+			}
 
-	var ran atomic.Bool
-	go func() { ran.Store(true) }()
-	n := 0
-	for !ran.Load() && n < 1<<22 {
-		l, err := p.Acquire(ctx)
-		require.NoError(t, err)
-		l.Release()
-		n++
+			var ran atomic.Bool
+			go func() { ran.Store(true) }()
+			n := 0
+			for !ran.Load() && n < 1<<22 {
+				l, err := p.Acquire(ctx)
+				require.NoError(t, err)
+				l.Release()
+				n++
+			}
+			require.True(t, ran.Load(), "the other goroutine never ran")
+			// A yield puts the loop at the back of the scheduler's global
+			// queue; one schedule in 61 looks there first and may take the
+			// loop straight back, so allow a few yields.
+			require.LessOrEqual(t, n, 4*pool.YieldEvery, "releases before the other goroutine ran")
+		})
 	}
-	require.True(t, ran.Load(), "the other goroutine never ran")
-	// A yield puts the loop at the back of the scheduler's global queue;
-	// one schedule in 61 looks there first and may take the loop straight
-	// back, so allow a few yields.
-	require.LessOrEqual(t, n, 4*pool.YieldEvery, "releases before the other goroutine ran")
 }

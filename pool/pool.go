@@ -296,7 +296,8 @@ func (l Lease[T]) Value() T {
 // caller's) has then only read the entry. Every other path (put) ends the
 // lease first and then works on an object it holds; the one extra
 // read-modify-write that costs falls on the clock-tick case once per tick per
-// object, and on managers with a ReleaseChecker. Every path ends the lease
+// object, on every release of a pool with a hook (Observer, LeakThreshold,
+// MaxIdle, a ReleaseChecker), and when waiters exist. Every path ends the lease
 // with one compare-and-swap, so that of two concurrent Releases of one lease
 // exactly one proceeds and the other panics.
 //
@@ -784,17 +785,19 @@ func (p *Pool[T]) poke() {
 	}
 }
 
-// yieldEvery is about how many uses of an object there are between two
-// releases of it that yield the processor (a power of two): see Release and
-// decision 0008.
+// yieldEvery is how many uses of an object there are, on average, between
+// two releases of it that yield the processor (a power of two): see Release
+// and decision 0008.
 const yieldEvery = 1 << 10
 
 // yieldDue reports whether the release of the lease of generation gen
-// yields the processor. The generation is the object's state word, which
-// every use moves on by two (claim and fast release, or a hand-off) or four
-// (a release that publishes on the slow path), so gen/2 passes a multiple of
-// yieldEvery about once in yieldEvery uses. It is the lease's own copy: the
-// releaser reads nothing of the entry for it, so that the loser of two
-// concurrent Releases (a race of the caller's) reads nothing a new holder
-// writes.
-func yieldDue(gen uint64) bool { return (gen>>1)&(yieldEvery-1) == 0 }
+// yields the processor. The generation is the object's state word when the
+// lease took it; every use moves it on by two (a claim and a fast release, or
+// a hand-off) or by four (a release that publishes on the slow path), and the
+// pool's own visits (reaping, health checks) by two. Whatever the mix of
+// steps, each step is at most four, so the window gen mod 4·yieldEvery < 4
+// catches every pass through it: about one release in yieldEvery. The
+// generation is the lease's own copy: the releaser reads nothing of the
+// entry for it, so that the loser of two concurrent Releases (a race of the
+// caller's) reads nothing a new holder writes.
+func yieldDue(gen uint64) bool { return gen&(4*yieldEvery-1) < 4 }

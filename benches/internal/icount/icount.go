@@ -291,11 +291,11 @@ func Measure(ctx context.Context, ops []Op, opt Options) (results.Icount, error)
 	}
 	defer os.RemoveAll(dir)
 	for _, o := range ops {
-		ir1, m1, err := count(ctx, o.Name, opt.N1, dir, opt.Self)
+		ir1, m1, err := count(ctx, o.Name, opt.N1, dir, opt.Self, opt.Progress)
 		if err != nil {
 			return out, err
 		}
-		ir2, m2, err := count(ctx, o.Name, opt.N2, dir, opt.Self)
+		ir2, m2, err := count(ctx, o.Name, opt.N2, dir, opt.Self, opt.Progress)
 		if err != nil {
 			return out, err
 		}
@@ -319,25 +319,29 @@ func Measure(ctx context.Context, ops []Op, opt Options) (results.Icount, error)
 // RDTSCP, which the Go runtime executes on some CPUs (runtime.cputicks) when
 // a lock it takes is contended — by the scheduler's monitor thread, at
 // random — and the child then dies of SIGILL. Such a run counted nothing and
-// is repeated; any other failure is not.
+// is repeated (and said so on progress); any other failure is not.
 const attempts = 5
 
 // count runs op n times in a child under callgrind and returns the
 // instructions counted inside measured and the child's allocations.
-func count(ctx context.Context, op string, n int, dir string, self []string) (ir, mallocs uint64, err error) {
+func count(ctx context.Context, op string, n int, dir string, self []string, progress io.Writer) (ir, mallocs uint64, err error) {
 	for i := 1; ; i++ {
 		var retry bool
 		ir, mallocs, retry, err = countOnce(ctx, op, n, dir, self)
 		if err == nil || !retry || i == attempts {
 			return ir, mallocs, err
 		}
+		if progress != nil {
+			fmt.Fprintf(progress, "poolbench icount: %s, %d ops: valgrind could not decode RDTSCP (run %d of at most %d); running it again\n", op, n, i, attempts)
+		}
 	}
 }
 
-// unhandledInstruction reports whether a child's standard error says that
-// valgrind met an instruction it cannot decode and the child died of it.
-func unhandledInstruction(stderr string) bool {
-	return strings.Contains(stderr, "unhandled instruction bytes") && strings.Contains(stderr, "SIGILL")
+// rdtscpUndecoded reports whether a child's standard error says that
+// valgrind met RDTSCP (0F 01 F9), which it cannot decode, and the child died
+// of SIGILL.
+func rdtscpUndecoded(stderr string) bool {
+	return strings.Contains(stderr, "unhandled instruction bytes: 0xF 0x1 0xF9") && strings.Contains(stderr, "SIGILL")
 }
 
 // countOnce is one run of count; retry reports a run that valgrind cut short
@@ -351,7 +355,7 @@ func countOnce(ctx context.Context, op string, n int, dir string, self []string)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return 0, 0, ctx.Err() == nil && unhandledInstruction(stderr.String()),
+		return 0, 0, ctx.Err() == nil && rdtscpUndecoded(stderr.String()),
 			fmt.Errorf("icount: %s: valgrind %s: %w\n%s", op, strings.Join(args, " "), err, tail(stderr.String(), 20))
 	}
 	mallocs, err = strconv.ParseUint(strings.TrimSpace(stdout.String()), 10, 64)

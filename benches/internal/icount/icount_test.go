@@ -53,10 +53,12 @@ func TestRunChildRunsEveryOp(t *testing.T) {
 	assert.ErrorContains(t, RunChild(new(bytes.Buffer), "Pool/Impl=nothing", 1), `no op "Pool/Impl=nothing"`)
 }
 
-func TestOnlyAChildKilledByAnInstructionValgrindCannotDecodeIsRetried(t *testing.T) {
+func TestOnlyAChildKilledByRDTSCPUnderValgrindIsRetried(t *testing.T) {
 	sigill := "vex amd64->IR: unhandled instruction bytes: 0xF 0x1 0xF9 0x48\n" +
 		"SIGILL: illegal instruction\nPC=0x48e7c9 m=2 sigcode=1\nruntime.cputicks()\n"
-	assert.True(t, unhandledInstruction(sigill))
-	assert.False(t, unhandledInstruction("panic: icount: no op named \"x\"\n"))
-	assert.False(t, unhandledInstruction("SIGSEGV: segmentation violation\n"))
+	assert.True(t, rdtscpUndecoded(sigill))
+	assert.False(t, rdtscpUndecoded("vex amd64->IR: unhandled instruction bytes: 0x62 0xF1 0x7D\nSIGILL: illegal instruction\n"),
+		"another instruction valgrind cannot decode fails at once")
+	assert.False(t, rdtscpUndecoded("panic: icount: no op named \"x\"\n"))
+	assert.False(t, rdtscpUndecoded("SIGSEGV: segmentation violation\n"))
 }
