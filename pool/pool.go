@@ -791,13 +791,15 @@ func (p *Pool[T]) poke() {
 const yieldEvery = 1 << 10
 
 // yieldDue reports whether the release of the lease of generation gen
-// yields the processor. The generation is the object's state word when the
-// lease took it; every use moves it on by two (a claim and a fast release, or
-// a hand-off) or by four (a release that publishes on the slow path), and the
-// pool's own visits (reaping, health checks) by two. Whatever the mix of
-// steps, each step is at most four, so the window gen mod 4·yieldEvery < 4
-// catches every pass through it: about one release in yieldEvery. The
-// generation is the lease's own copy: the releaser reads nothing of the
-// entry for it, so that the loser of two concurrent Releases (a race of the
-// caller's) reads nothing a new holder writes.
-func yieldDue(gen uint64) bool { return gen&(4*yieldEvery-1) < 4 }
+// yields the processor: when gen times 2⁶⁴/φ (Fibonacci hashing) falls in
+// the lowest 1/yieldEvery of the 64-bit range. The generation is the
+// object's state word when the lease took it; every use moves it on by two
+// (a claim and a fast release, or a hand-off) or four (a release that
+// publishes on the slow path), and the pool's own visits (reaping, health
+// checks) by two. Along any such progression the products are spread evenly
+// over the range, so about one release in yieldEvery yields, never two in a
+// row, and never more than about 3·yieldEvery uses apart. The generation is
+// the lease's own copy: the releaser reads nothing of the entry for it, so
+// that the loser of two concurrent Releases (a race of the caller's) reads
+// nothing a new holder writes.
+func yieldDue(gen uint64) bool { return gen*0x9E3779B97F4A7C15 < 1<<64/yieldEvery }
