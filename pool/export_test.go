@@ -43,3 +43,6 @@ func EntryLayout() (metricsOffset, size uintptr) {
 // YieldEvery is how many uses of an object there are, on average, between
 // two releases of it that yield the processor.
 const YieldEvery = yieldEvery
+
+// YieldDue reports whether the release of a lease of generation gen yields.
+var YieldDue = yieldDue

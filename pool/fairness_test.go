@@ -60,3 +60,42 @@ func TestReleaseYieldsTheProcessor(t *testing.T) {
 		})
 	}
 }
+
+// TestYieldsAreSpreadEvenlyAlongEveryGeneration checks the yield's rule
+// (decision 0008) along the progressions a lease's generation follows: odd
+// values moving on by two per use (fast releases, hand-offs), by four (slow
+// releases that publish), or by a mix: about one release in YieldEvery
+// yields, never two in a row, and never more than 3·YieldEvery apart for a
+// fixed step.
+func TestYieldsAreSpreadEvenlyAlongEveryGeneration(t *testing.T) {
+	const uses = 1 << 21
+	for _, c := range []struct {
+		name   string
+		step   func(i int) uint64
+		maxGap int
+	}{
+		{"StepTwo", func(int) uint64 { return 2 }, 3 * pool.YieldEvery},
+		{"StepFour", func(int) uint64 { return 4 }, 3 * pool.YieldEvery},
+		{"Mixed", func(i int) uint64 { return 2 + 2*uint64(i*i%7%2) }, 6 * pool.YieldEvery},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, start := range []uint64{1, 3, 5, 12345, 1<<40 + 1} {
+				gen, last, hits, maxGap := start, -1, 0, 0
+				for i := range uses {
+					if pool.YieldDue(gen) {
+						if last >= 0 {
+							require.Greater(t, i-last, 1, "two yields in a row")
+							maxGap = max(maxGap, i-last)
+						}
+						last = i
+						hits++
+					}
+					gen += c.step(i)
+				}
+				want := uses / pool.YieldEvery
+				require.InDelta(t, want, hits, float64(want)/20, "yields from generation %d", start)
+				require.LessOrEqual(t, maxGap, c.maxGap, "uses between two yields, from generation %d", start)
+			}
+		})
+	}
+}
