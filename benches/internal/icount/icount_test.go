@@ -48,7 +48,11 @@ func TestRunChildRunsEveryOp(t *testing.T) {
 		require.NoError(t, RunChild(&b, o.Name, 1000), o.Name)
 		n, err := strconv.ParseUint(strings.TrimSpace(b.String()), 10, 64)
 		require.NoError(t, err, o.Name)
-		assert.Less(t, n, uint64(1100), o.Name)
+		// At most about one allocation per op, and a few more where the
+		// collector (on here, unlike under callgrind) empties a
+		// sync.Pool-based pool of 1 MiB buffers: far below the 10,000
+		// warm-up ops, which must not be counted.
+		assert.Less(t, n, uint64(2000), o.Name)
 	}
 	assert.ErrorContains(t, RunChild(new(bytes.Buffer), "Pool/Impl=nothing", 1), `no op "Pool/Impl=nothing"`)
 }
