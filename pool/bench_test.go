@@ -202,3 +202,12 @@ func BenchmarkHandOff(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGosched is what a release's yield costs a goroutine that has the
+// processor to itself (decision 0008): one runtime.Gosched with nothing else
+// to run.
+func BenchmarkGosched(b *testing.B) {
+	for b.Loop() {
+		runtime.Gosched()
+	}
+}
