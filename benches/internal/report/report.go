@@ -302,6 +302,7 @@ var headlinePicks = []string{
 	"Pool/HotPath",
 	"Pool/Parallel/MaxSize=8/",
 	"Pool/Parallel/MaxSize=64/",
+	"Pool/Oversubscribed/MaxSize=8/",
 	"Bytes/HotPath/Size=64KiB",
 	"Bytes/Realistic/Size=64KiB",
 	"Bytes/Mixed/Sizes=RoundRobin",
