@@ -798,7 +798,8 @@ const yieldEvery = 1 << 10
 // publishes on the slow path), and the pool's own visits (reaping, health
 // checks) by two. Along any such progression the products are spread evenly
 // over the range, so about one release in yieldEvery yields, never two in a
-// row, and never more than about 3·yieldEvery uses apart. The generation is
+// row, and, while the step stays the same, never more than about
+// 3·yieldEvery uses apart. The generation is
 // the lease's own copy: the releaser reads nothing of the entry for it, so
 // that the loser of two concurrent Releases (a race of the caller's) reads
 // nothing a new holder writes.
