@@ -799,8 +799,8 @@ const yieldEvery = 1 << 10
 // checks) by two. Along any such progression the products are spread evenly
 // over the range, so about one release in yieldEvery yields, never two in a
 // row, and, while the step stays the same, never more than about
-// 3·yieldEvery uses apart. The generation is
-// the lease's own copy: the releaser reads nothing of the entry for it, so
-// that the loser of two concurrent Releases (a race of the caller's) reads
-// nothing a new holder writes.
+// 3·yieldEvery uses apart. The generation is the lease's own copy: the
+// releaser reads nothing of the entry for it, so that the loser of two
+// concurrent Releases (a race of the caller's) reads nothing a new holder
+// writes.
 func yieldDue(gen uint64) bool { return gen*0x9E3779B97F4A7C15 < 1<<64/yieldEvery }
