@@ -1,5 +1,7 @@
 package shard
 
+import "unsafe"
+
 // RandomIDs reports whether this build draws stack ids at random
 // (poolkit_nolinkname).
 const RandomIDs = randomIDs
@@ -22,4 +24,23 @@ func (l *Local[T]) StartSpillAt(pid int, pos uint32) {
 	for i := range sp.cells {
 		sp.cells[i].free.Store(pos + (uint32(i)-pos)&mask)
 	}
+}
+
+// Regions returns, for each stack of the current table, the byte ranges
+// [start, end) of its slots and of its spill cells (empty without a spill).
+func (l *Local[T]) Regions() (slots, spills [][2]uintptr) {
+	for i := range l.cur.Load().shards {
+		s := &l.cur.Load().shards[i]
+		slots = append(slots, span(s.slots))
+		spills = append(spills, span(s.sp.cells))
+	}
+	return slots, spills
+}
+
+func span[E any](s []E) [2]uintptr {
+	if cap(s) == 0 {
+		return [2]uintptr{}
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+	return [2]uintptr{start, start + uintptr(cap(s))*unsafe.Sizeof(s[0])}
 }

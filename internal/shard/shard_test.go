@@ -1,11 +1,14 @@
 package shard_test
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/poolkit/poolkit/internal/cacheline"
 	"github.com/poolkit/poolkit/internal/ptest"
 	"github.com/poolkit/poolkit/internal/shard"
 )
@@ -35,4 +38,53 @@ func requirePopsThenEmpty(t *testing.T, l *shard.Local[int], want ...int) {
 	_, ok := l.Pop()
 	require.False(t, ok)
 	require.Equal(t, 0, l.Len())
+}
+
+// TestStacksShareNoCacheLine checks that no two Ps' stacks, nor their spills,
+// have bytes in one cache line (of cacheline.Size, which covers the
+// hardware's line and the pair its prefetcher fetches): the per-P stacks are
+// owner-only, and a line written by two Ps moves between their caches on
+// every Push and Pop.
+func TestStacksShareNoCacheLine(t *testing.T) {
+	prev := runtime.GOMAXPROCS(8)
+	defer runtime.GOMAXPROCS(prev)
+	check := func(t *testing.T, slots, spills [][2]uintptr) {
+		owner := map[uintptr]string{}
+		claim := func(what string, r [2]uintptr) {
+			if r[0] == r[1] {
+				return
+			}
+			for line := r[0] / cacheline.Size; line <= (r[1]-1)/cacheline.Size; line++ {
+				if o, ok := owner[line]; ok {
+					t.Fatalf("%s and %s share the cache line at %#x", o, what, line*cacheline.Size)
+				}
+				owner[line] = what
+			}
+		}
+		for i := range slots {
+			claim(fmt.Sprintf("stack %d", i), slots[i])
+			claim(fmt.Sprintf("spill %d", i), spills[i])
+		}
+		require.Len(t, slots, 8)
+	}
+	for _, depth := range []int{1, 4, 7, 64} {
+		t.Run(fmt.Sprintf("Pointers/Depth=%d", depth), func(t *testing.T) {
+			for range 50 { // many tables, so that many placements are tried
+				slots, spills := shard.NewLocal[*int](depth, nil).Regions()
+				check(t, slots, spills)
+			}
+		})
+		t.Run(fmt.Sprintf("Bytes/Depth=%d/Spill", depth), func(t *testing.T) {
+			for range 50 {
+				slots, spills := shard.NewLocalSpill[byte](depth, 8, nil).Regions()
+				check(t, slots, spills)
+			}
+		})
+		t.Run(fmt.Sprintf("Structs/Depth=%d/Spill", depth), func(t *testing.T) {
+			for range 50 {
+				slots, spills := shard.NewLocalSpill[[3]uintptr](depth, 4, nil).Regions()
+				check(t, slots, spills)
+			}
+		})
+	}
 }

@@ -40,12 +40,9 @@ type spillCell[T any] struct {
 	free atomic.Uint32
 }
 
-// init gives the spill n cells, a power of two (0: no spill).
-func (sp *spill[T]) init(n int) {
-	if n == 0 {
-		return
-	}
-	sp.cells = make([]spillCell[T], n)
+// init gives the spill its cells, a power of two of them.
+func (sp *spill[T]) init(cells []spillCell[T]) {
+	sp.cells = cells
 	for i := range sp.cells {
 		sp.cells[i].free.Store(uint32(i))
 	}
