@@ -22,13 +22,17 @@ import (
 // poolBench adapts a *pool.Pool; it keeps the lease in the object's slot
 // map-free way: the benchmark loop holds the lease itself (see runPool).
 func benchNewPool(b *testing.B, cfg pool.Config) *pool.Pool[*obj] {
-	p, err := pool.New[*obj](nopMgr{}, cfg)
+	return benchNewPoolOf[*obj](b, nopMgr{}, cfg)
+}
+
+func benchNewPoolOf[T any](b *testing.B, m manager.Manager[T], cfg pool.Config) *pool.Pool[T] {
+	p, err := pool.New[T](m, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = p.Close(context.Background()) })
 	// Warm: connect MaxSize objects.
-	var ls []pool.Lease[*obj]
+	var ls []pool.Lease[T]
 	for range cfg.MaxSize {
 		l, err := p.Acquire(context.Background())
 		if err != nil {
@@ -88,29 +92,40 @@ func BenchmarkAcquireRelease(b *testing.B) {
 }
 
 // BenchmarkParallel runs 1×, 4× and 16× GOMAXPROCS goroutines against pools
-// of MaxSize 8 and 64.
+// of MaxSize 8 and 64, of pointers (Pool) and of an interface type, as a
+// pool of net.Conn is (PoolInterface: a larger entry; decision 0009). At
+// GOMAXPROCS goroutines some runs take twice as long whatever the pool:
+// testing.PB is 32 bytes, written on every Next, and two goroutines' PBs
+// may share a cache line.
 func BenchmarkParallel(b *testing.B) {
 	procs := runtime.GOMAXPROCS(0)
 	for _, size := range []int{8, 64} {
 		for _, mult := range []int{1, 4, 16} {
 			name := fmt.Sprintf("MaxSize=%d/Goroutines=%d", size, mult*procs)
+			cfg := pool.Config{MaxSize: size}
 			b.Run(name+"/Pool", func(b *testing.B) {
-				p := benchNewPool(b, pool.Config{MaxSize: size})
-				b.ReportAllocs()
-				b.SetParallelism(mult)
-				b.RunParallel(func(pb *testing.PB) {
-					ctx := context.Background()
-					for pb.Next() {
-						l, err := p.Acquire(ctx)
-						if err != nil {
-							panic(err)
-						}
-						l.Release()
-					}
-				})
+				runParallel(b, mult, benchNewPool(b, cfg))
+			})
+			b.Run(name+"/PoolInterface", func(b *testing.B) {
+				runParallel(b, mult, benchNewPoolOf[any](b, &makeMgr[any]{mk: func() any { return &obj{} }}, cfg))
 			})
 		}
 	}
+}
+
+func runParallel[T any](b *testing.B, mult int, p *pool.Pool[T]) {
+	b.ReportAllocs()
+	b.SetParallelism(mult)
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			l, err := p.Acquire(ctx)
+			if err != nil {
+				panic(err)
+			}
+			l.Release()
+		}
+	})
 }
 
 var sinkI64 int64

@@ -46,3 +46,16 @@ const YieldEvery = yieldEvery
 
 // YieldDue reports whether the release of a lease of generation gen yields.
 var YieldDue = yieldDue
+
+// EntrySpans returns the byte range [start, end) of every registered entry.
+func (p *Pool[T]) EntrySpans() [][2]uintptr {
+	var out [][2]uintptr
+	a := p.reg.arr.Load()
+	for i := range a.s {
+		if e := a.s[i].Load(); e != nil {
+			start := uintptr(unsafe.Pointer(e))
+			out = append(out, [2]uintptr{start, start + unsafe.Sizeof(*e)})
+		}
+	}
+	return out
+}

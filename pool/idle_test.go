@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/poolkit/poolkit/internal/cacheline"
 	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"
 )
@@ -160,12 +161,59 @@ func TestConcurrentDoubleReleaseNeverChecksAHandedOnObject(t *testing.T) {
 	require.Zero(t, m.onHeld.Load(), "CheckRelease ran on an object held by another lease")
 }
 
-// With a pointer-sized T an entry is 128 bytes (its size class keeps it
-// 128-byte aligned) and its Metrics starts at offset 64: the 64-byte copy
-// into Recycle's arguments reads one cache line, and does not stall on
-// store forwarding (decision 0006).
+// With a pointer-sized T an entry is 128 bytes (allocated with a 128-byte
+// pad, in a 256-byte size class that keeps it 128-byte aligned) and its
+// Metrics starts at offset 64: the 64-byte copy into Recycle's arguments
+// reads one cache line, and does not stall on store forwarding (decision
+// 0006).
 func TestEntryLayout(t *testing.T) {
 	off, size := pool.EntryLayout()
 	require.Equal(t, uintptr(64), off, "offset of entry.m")
 	require.Equal(t, uintptr(128), size, "size of entry")
 }
+
+// TestEntriesShareNoCacheLine checks that no two objects' entries have bytes
+// in one cache line (of cacheline.Size), whatever T's size: every Acquire
+// and Release writes its entry, and two Ps using neighbouring entries would
+// otherwise take the line from each other on every operation (decision 0009).
+func TestEntriesShareNoCacheLine(t *testing.T) {
+	t.Run("Pointer", func(t *testing.T) { checkEntryLines(t, func() *obj { return &obj{} }) })
+	t.Run("Interface", func(t *testing.T) { checkEntryLines(t, func() any { return &obj{} }) })
+	t.Run("3Words", func(t *testing.T) { checkEntryLines(t, func() [3]uintptr { return [3]uintptr{} }) })
+	t.Run("9Words", func(t *testing.T) { checkEntryLines(t, func() [9]uintptr { return [9]uintptr{} }) })
+	t.Run("Byte", func(t *testing.T) { checkEntryLines(t, func() byte { return 0 }) })
+}
+
+func checkEntryLines[T any](t *testing.T, mk func() T) {
+	const n = 64
+	p, err := pool.New[T](&makeMgr[T]{mk: mk}, pool.Config{MaxSize: n})
+	require.NoError(t, err)
+	defer p.Close(context.Background())
+	var ls []pool.Lease[T]
+	for range n {
+		l, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		ls = append(ls, l)
+	}
+	for _, l := range ls {
+		l.Release()
+	}
+	spans := p.EntrySpans()
+	require.Len(t, spans, n)
+	owner := map[uintptr]int{}
+	for i, sp := range spans {
+		for line := sp[0] / cacheline.Size; line <= (sp[1]-1)/cacheline.Size; line++ {
+			if o, ok := owner[line]; ok {
+				t.Fatalf("entries %d and %d share the cache line at %#x", o, i, line*cacheline.Size)
+			}
+			owner[line] = i
+		}
+	}
+}
+
+// makeMgr makes objects with mk and checks nothing.
+type makeMgr[T any] struct{ mk func() T }
+
+func (m *makeMgr[T]) Connect(context.Context) (T, error)                { return m.mk(), nil }
+func (m *makeMgr[T]) Recycle(context.Context, T, manager.Metrics) error { return nil }
+func (m *makeMgr[T]) Close(T) error                                     { return nil }

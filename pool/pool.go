@@ -197,6 +197,20 @@ type entry[T any] struct {
 	m manager.Metrics
 }
 
+// paddedEntry is how an entry is allocated: the pad keeps the next
+// allocation out of the entry's last cache line. Every Acquire and Release
+// writes its entry (the state, Metrics.Uses), each P its own; an entry of
+// 128 bytes with a pointer-sized T fills its size class's slots exactly, but
+// with a larger T (an interface, such as net.Conn, takes 136 bytes) the
+// allocator packs entries so that one's last line is the next one's first,
+// and two Ps using neighbouring entries took that line from each other on
+// every operation, halving a pool's throughput on two Ps in most pools
+// made (decision 0009; TestEntriesShareNoCacheLine).
+type paddedEntry[T any] struct {
+	e entry[T]
+	_ cacheline.Pad
+}
+
 // New returns a pool of objects made by m. It returns an error matching
 // ErrInvalidConfig, naming the field, if cfg is invalid. New starts one
 // maintainer goroutine; Close stops it.
@@ -726,8 +740,9 @@ func (p *Pool[T]) newEntry(v T, epoch uint32) *entry[T] {
 	now := int64(d)
 	at := p.start.Add(d)
 	id := p.connected()
-	e := &entry[T]{p: p, value: v, lastUsed: now, epoch: epoch,
-		m: manager.Metrics{Created: at, LastUsed: at, ID: id}}
+	pe := &paddedEntry[T]{e: entry[T]{p: p, value: v, lastUsed: now, epoch: epoch,
+		m: manager.Metrics{Created: at, LastUsed: at, ID: id}}}
+	e := &pe.e
 	e.state.Store(1) // held by its creator
 	if lt := p.cfg.MaxLifetime; lt > 0 {
 		if j := p.cfg.LifetimeJitter; j > 0 {
