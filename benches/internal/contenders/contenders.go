@@ -57,6 +57,13 @@ type Pool interface {
 }
 
 // Holder keeps objects out of a Pool; it belongs to one goroutine.
+//
+// A holder is written on every op, and the workers' holders are made one
+// after the other: each is padded, and its slots cut from an array padded
+// in the same way (holderSlots), so that no two workers' holders share a
+// cache line. Small holders made side by side did, and every op of every
+// contender then paid for the line moving between two processors
+// (TestHoldersShareNoCacheLine).
 type Holder interface {
 	// AcquireAll fills every slot. On error the slots filled so far are
 	// released.
@@ -161,4 +168,15 @@ func BytesByName(name string) (BytesContender, error) {
 		}
 	}
 	return BytesContender{}, fmt.Errorf("contenders: no byte pool %q", name)
+}
+
+// linePad is a cache line pair (the unit adjacent-line prefetchers fetch):
+// what must lie between two workers' data.
+type linePad [128]byte
+
+// holderSlots returns an empty slice of capacity n whose elements have a
+// linePad of unused memory before and after them.
+func holderSlots[E any](n int) []E {
+	pad := (len(linePad{}) + int(unsafe.Sizeof(*new(E))) - 1) / max(int(unsafe.Sizeof(*new(E))), 1)
+	return make([]E, pad+n+pad)[pad : pad : pad+n]
 }

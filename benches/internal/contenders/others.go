@@ -44,14 +44,16 @@ func (p puddlePool) Cycle(ctx context.Context) error {
 }
 
 func (p puddlePool) Holder(n int) Holder {
-	return &puddleHolder{p: p.p, res: make([]*puddle.Resource[*Conn], 0, n)}
+	return &puddleHolder{p: p.p, res: holderSlots[*puddle.Resource[*Conn]](n)}
 }
 
 func (p puddlePool) Close() { p.p.Close() }
 
 type puddleHolder struct {
+	_   linePad
 	p   *puddle.Pool[*Conn]
 	res []*puddle.Resource[*Conn]
+	_   linePad
 }
 
 func (h *puddleHolder) AcquireAll(ctx context.Context) error {
@@ -131,7 +133,7 @@ func (p *chanPool) Cycle(ctx context.Context) error {
 }
 
 func (p *chanPool) Holder(n int) Holder {
-	return &connHolder{acquire: p.acquire, release: p.release, conns: make([]*Conn, 0, n)}
+	return &connHolder{acquire: p.acquire, release: p.release, conns: holderSlots[*Conn](n)}
 }
 
 func (p *chanPool) Close() {
@@ -146,9 +148,11 @@ func (p *chanPool) Close() {
 
 // connHolder is the Holder of the pools that hand out a bare *Conn.
 type connHolder struct {
+	_       linePad
 	acquire func(context.Context) (*Conn, error)
 	release func(*Conn)
 	conns   []*Conn
+	_       linePad
 }
 
 func (h *connHolder) AcquireAll(ctx context.Context) error {
@@ -264,7 +268,7 @@ func (p *mutexPool) Cycle(ctx context.Context) error {
 }
 
 func (p *mutexPool) Holder(n int) Holder {
-	return &connHolder{acquire: p.acquire, release: p.release, conns: make([]*Conn, 0, n)}
+	return &connHolder{acquire: p.acquire, release: p.release, conns: holderSlots[*Conn](n)}
 }
 
 func (p *mutexPool) Close() {
@@ -295,7 +299,7 @@ func (p syncPool) Cycle(context.Context) error {
 }
 
 func (p syncPool) Holder(n int) Holder {
-	return &connHolder{acquire: p.acquire, release: p.release, conns: make([]*Conn, 0, n)}
+	return &connHolder{acquire: p.acquire, release: p.release, conns: holderSlots[*Conn](n)}
 }
 
 func (syncPool) Close() {}

@@ -70,14 +70,16 @@ func (p poolkitPool) Cycle(ctx context.Context) error {
 }
 
 func (p poolkitPool) Holder(n int) Holder {
-	return &poolkitHolder{p: p.p, leases: make([]pool.Lease[*Conn], 0, n)}
+	return &poolkitHolder{p: p.p, leases: holderSlots[pool.Lease[*Conn]](n)}
 }
 
 func (p poolkitPool) Close() { _ = p.p.Close(context.Background()) }
 
 type poolkitHolder struct {
+	_      linePad
 	p      *pool.Pool[*Conn]
 	leases []pool.Lease[*Conn]
+	_      linePad
 }
 
 func (h *poolkitHolder) AcquireAll(ctx context.Context) error {

@@ -1,0 +1,71 @@
+package contenders
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestHoldersShareNoCacheLine checks that no two workers' holders — the
+// holder and the array of its slots, both written on every op — have bytes
+// in one 128-byte line, for every contender: otherwise two processors take
+// the line from each other on every op, and the harness, not the pool, sets
+// the figure.
+func TestHoldersShareNoCacheLine(t *testing.T) {
+	for _, c := range Pools() {
+		for _, n := range []int{1, 2, 8} {
+			t.Run(fmt.Sprintf("%s/Slots=%d", c.Name, n), func(t *testing.T) {
+				p, err := c.New(PoolConfig{MaxSize: 8 * n})
+				require.NoError(t, err)
+				defer p.Close()
+				owner := map[uintptr]int{}
+				claim := func(w int, start, size uintptr) {
+					for line := start / 128; line <= (start+size-1)/128; line++ {
+						if o, ok := owner[line]; ok && o != w {
+							t.Fatalf("workers %d and %d share the cache line at %#x", o, w, line*128)
+						}
+						owner[line] = w
+					}
+				}
+				var hs []Holder
+				defer func() { // before Close, which waits for what is held
+					for _, h := range hs {
+						h.ReleaseAll()
+					}
+				}()
+				for w := range 8 {
+					h := p.Holder(n)
+					require.NoError(t, h.AcquireAll(context.Background()))
+					hs = append(hs, h)
+					start, size, slots, slotsSize := holderSpans(t, h)
+					claim(w, start, size)
+					claim(w, slots, slotsSize)
+				}
+			})
+		}
+	}
+}
+
+// holderSpans returns the address and size of h's fields (its pads left
+// out: nothing writes them) and of its slots.
+func holderSpans(t *testing.T, h Holder) (start, size, slots, slotsSize uintptr) {
+	const pad = unsafe.Sizeof(linePad{})
+	switch h := h.(type) {
+	case *poolkitHolder:
+		return addr(h) + pad, unsafe.Sizeof(*h) - 2*pad, addr(unsafe.SliceData(h.leases)), uintptr(cap(h.leases)) * unsafe.Sizeof(h.leases[0])
+	case *puddleHolder:
+		return addr(h) + pad, unsafe.Sizeof(*h) - 2*pad, addr(unsafe.SliceData(h.res)), uintptr(cap(h.res)) * unsafe.Sizeof(h.res[0])
+	case *connHolder:
+		return addr(h) + pad, unsafe.Sizeof(*h) - 2*pad, addr(unsafe.SliceData(h.conns)), uintptr(cap(h.conns)) * unsafe.Sizeof(h.conns[0])
+	}
+	t.Fatalf("unknown holder %T", h)
+	return
+}
+
+func addr[E any](p *E) uintptr { return uintptr(unsafe.Pointer(p)) }
