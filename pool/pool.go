@@ -205,7 +205,9 @@ type entry[T any] struct {
 // allocator packs entries so that one's last line is the next one's first,
 // and two Ps using neighbouring entries took that line from each other on
 // every operation, halving a pool's throughput on two Ps in most pools
-// made (decision 0009; TestEntriesShareNoCacheLine).
+// made (decision 0009; TestEntriesShareNoCacheLine). The pad is after the
+// entry only: with such a T, an object of another type in the same size
+// class may still end in an entry's first line.
 type paddedEntry[T any] struct {
 	e entry[T]
 	_ cacheline.Pad
