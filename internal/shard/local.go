@@ -169,10 +169,10 @@ func (l *Local[T]) newTable(n int) *localTable[T] {
 	if unsafe.Sizeof(t.shards[0]) != stackSize {
 		panic("shard: Stack's size depends on its element type") // Local.Stack would misindex
 	}
-	slots := carve[T](n, l.depth)
+	slots := cacheline.Carve[T](n, l.depth)
 	var cells [][]spillCell[T]
 	if l.spill > 0 {
-		cells = carve[spillCell[T]](n, l.spill)
+		cells = cacheline.Carve[spillCell[T]](n, l.spill)
 	}
 	for i := range t.shards {
 		t.shards[i].id = i
@@ -182,27 +182,6 @@ func (l *Local[T]) newTable(n int) *localTable[T] {
 		}
 	}
 	return t
-}
-
-// carve returns procs slices of n elements each, cut from one array with at
-// least cacheline.Size bytes unused before the first, between any two and
-// after the last: no two Ps' slots (or spill cells) share a cache line, nor
-// one of them a line with another allocation, wherever the allocator puts
-// the array (TestStacksShareNoCacheLine). Separate small arrays do not
-// ensure it: two Ps' 4-slot stacks, 32 bytes each, shared a line in about
-// half of the tables made, and every Push and Pop then took the line from
-// the other P, halving a pool's throughput on two Ps.
-func carve[E any](procs, n int) [][]E {
-	size := max(int(unsafe.Sizeof(*new(E))), 1)
-	gap := (cacheline.Size + size - 1) / size
-	stride := n + gap
-	all := make([]E, gap+procs*stride)
-	out := make([][]E, procs)
-	for i := range out {
-		at := gap + i*stride
-		out[i] = all[at : at+n : at+n]
-	}
-	return out
 }
 
 // Depth returns the capacity of one per-P stack.

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/poolkit/poolkit/internal/cacheline"
 	"time"
 	"unsafe"
 )
@@ -59,9 +60,9 @@ type Pool interface {
 // Holder keeps objects out of a Pool; it belongs to one goroutine.
 //
 // A holder is written on every op, and the workers' holders are made one
-// after the other: each is padded, and its slots cut from an array padded
-// in the same way (holderSlots), so that no two workers' holders share a
-// cache line. Small holders made side by side did, and every op of every
+// after the other: each is padded (cacheline.Pad before and after its
+// fields), and its slots cut with the same margins (holderSlots), so that no
+// two workers' holders share a cache line. Small holders made side by side did, and every op of every
 // contender then paid for the line moving between two processors
 // (TestHoldersShareNoCacheLine).
 type Holder interface {
@@ -170,13 +171,6 @@ func BytesByName(name string) (BytesContender, error) {
 	return BytesContender{}, fmt.Errorf("contenders: no byte pool %q", name)
 }
 
-// linePad is a cache line pair (the unit adjacent-line prefetchers fetch):
-// what must lie between two workers' data.
-type linePad [128]byte
-
-// holderSlots returns an empty slice of capacity n whose elements have a
-// linePad of unused memory before and after them.
-func holderSlots[E any](n int) []E {
-	pad := (len(linePad{}) + int(unsafe.Sizeof(*new(E))) - 1) / max(int(unsafe.Sizeof(*new(E))), 1)
-	return make([]E, pad+n+pad)[pad : pad : pad+n]
-}
+// holderSlots returns an empty slice of capacity n with a cache line pair of
+// unused memory before and after its elements.
+func holderSlots[E any](n int) []E { return cacheline.Carve[E](1, n)[0][:0] }

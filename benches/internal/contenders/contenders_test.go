@@ -3,6 +3,7 @@ package contenders
 import (
 	"context"
 	"fmt"
+	"github.com/poolkit/poolkit/internal/cacheline"
 	"testing"
 	"unsafe"
 
@@ -55,17 +56,21 @@ func TestHoldersShareNoCacheLine(t *testing.T) {
 // holderSpans returns the address and size of h's fields (its pads left
 // out: nothing writes them) and of its slots.
 func holderSpans(t *testing.T, h Holder) (start, size, slots, slotsSize uintptr) {
-	const pad = unsafe.Sizeof(linePad{})
 	switch h := h.(type) {
 	case *poolkitHolder:
-		return addr(h) + pad, unsafe.Sizeof(*h) - 2*pad, addr(unsafe.SliceData(h.leases)), uintptr(cap(h.leases)) * unsafe.Sizeof(h.leases[0])
+		return spans(h, h.leases)
 	case *puddleHolder:
-		return addr(h) + pad, unsafe.Sizeof(*h) - 2*pad, addr(unsafe.SliceData(h.res)), uintptr(cap(h.res)) * unsafe.Sizeof(h.res[0])
+		return spans(h, h.res)
 	case *connHolder:
-		return addr(h) + pad, unsafe.Sizeof(*h) - 2*pad, addr(unsafe.SliceData(h.conns)), uintptr(cap(h.conns)) * unsafe.Sizeof(h.conns[0])
+		return spans(h, h.conns)
 	}
 	t.Fatalf("unknown holder %T", h)
 	return
 }
 
-func addr[E any](p *E) uintptr { return uintptr(unsafe.Pointer(p)) }
+// spans is holderSpans for a holder h, padded before and after, and its slots.
+func spans[H, E any](h *H, slots []E) (start, size, slotsStart, slotsSize uintptr) {
+	const pad = unsafe.Sizeof(cacheline.Pad{})
+	return uintptr(unsafe.Pointer(h)) + pad, unsafe.Sizeof(*h) - 2*pad,
+		uintptr(unsafe.Pointer(unsafe.SliceData(slots))), uintptr(cap(slots)) * unsafe.Sizeof(*new(E))
+}

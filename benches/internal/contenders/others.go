@@ -2,6 +2,7 @@ package contenders
 
 import (
 	"context"
+	"github.com/poolkit/poolkit/internal/cacheline"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -50,10 +51,10 @@ func (p puddlePool) Holder(n int) Holder {
 func (p puddlePool) Close() { p.p.Close() }
 
 type puddleHolder struct {
-	_   linePad
+	_   cacheline.Pad
 	p   *puddle.Pool[*Conn]
 	res []*puddle.Resource[*Conn]
-	_   linePad
+	_   cacheline.Pad
 }
 
 func (h *puddleHolder) AcquireAll(ctx context.Context) error {
@@ -148,11 +149,11 @@ func (p *chanPool) Close() {
 
 // connHolder is the Holder of the pools that hand out a bare *Conn.
 type connHolder struct {
-	_       linePad
+	_       cacheline.Pad
 	acquire func(context.Context) (*Conn, error)
 	release func(*Conn)
 	conns   []*Conn
-	_       linePad
+	_       cacheline.Pad
 }
 
 func (h *connHolder) AcquireAll(ctx context.Context) error {

@@ -6,6 +6,7 @@ package contenders
 import (
 	"context"
 	"fmt"
+	"github.com/poolkit/poolkit/internal/cacheline"
 	"io"
 	"log/slog"
 	"time"
@@ -76,10 +77,10 @@ func (p poolkitPool) Holder(n int) Holder {
 func (p poolkitPool) Close() { _ = p.p.Close(context.Background()) }
 
 type poolkitHolder struct {
-	_      linePad
+	_      cacheline.Pad
 	p      *pool.Pool[*Conn]
 	leases []pool.Lease[*Conn]
-	_      linePad
+	_      cacheline.Pad
 }
 
 func (h *poolkitHolder) AcquireAll(ctx context.Context) error {
