@@ -4,7 +4,7 @@ go 1.26
 
 require (
 	github.com/poolkit/poolkit v0.0.0-00010101000000-000000000000
-	github.com/poolkit/poolkit/manager/pgxmanager v0.0.0-00010101000000-000000000000
+	github.com/poolkit/poolkit/contrib/pgxmanager v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.11.1
 	go.uber.org/goleak v1.3.0
 )
@@ -24,5 +24,5 @@ require (
 // buildable with GOWORK=off.
 replace (
 	github.com/poolkit/poolkit => ../
-	github.com/poolkit/poolkit/manager/pgxmanager => ../manager/pgxmanager
+	github.com/poolkit/poolkit/contrib/pgxmanager => ../contrib/pgxmanager
 )

@@ -1,6 +1,6 @@
 // Command postgres runs a small query workload against PostgreSQL over a
 // poolkit pool of pgx connections, through the Pool facade of
-// manager/pgxmanager.
+// contrib/pgxmanager.
 //
 //	go run ./examples/postgres                   # from the repository root
 //	go run ./postgres -dsn 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'   # from examples/
@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/poolkit/poolkit/manager/pgxmanager"
+	"github.com/poolkit/poolkit/contrib/pgxmanager"
 	"github.com/poolkit/poolkit/pool"
 )
 

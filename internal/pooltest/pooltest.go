@@ -1,6 +1,6 @@
 // Package pooltest drives a pool (and a byte pool) to a state known in
 // advance, for the tests of the packages that export pool.Stats and
-// bytepool.Stats (pool/poolprom, pool/poolotel): each checks its own names
+// bytepool.Stats (contrib/poolprom, contrib/poolotel): each checks its own names
 // and values against the same state.
 package pooltest
 

@@ -19,7 +19,7 @@ import (
 	"github.com/poolkit/poolkit/internal/echo"
 	"github.com/poolkit/poolkit/internal/resp"
 	"github.com/poolkit/poolkit/manager"
-	"github.com/poolkit/poolkit/manager/pgxmanager"
+	"github.com/poolkit/poolkit/contrib/pgxmanager"
 	"github.com/poolkit/poolkit/pool"
 )
 

@@ -416,13 +416,13 @@ and closed after it, beside poolkit at the same concurrency.
   jackc/puddle/v2 pooling the same connections, made and closed by the same manager and,
   since puddle checks nothing itself, running the manager's `+"`Recycle`"+` before it hands a
   used connection out again, as poolkit does; for PostgreSQL also pgxmanager (the
-  `+"`Pool`"+` facade of `+"`manager/pgxmanager`"+`, whose `+"`Exec`"+` acquires, runs and releases as
+  `+"`Pool`"+` facade of `+"`contrib/pgxmanager`"+`, whose `+"`Exec`"+` acquires, runs and releases as
   pgxpool's does), pgxpool and `+"`database/sql`"+` over pgx's stdlib driver (MaxIdleConns
   raised to MaxSize); and
   **dedicated**, one connection per goroutine with no pool and no check, the upper bound
   and the baseline of the pooled phases (poolkit is that of the nopool phase). The connections are `+"`net.Conn`"+` from
   `+"`manager.Dialer`"+` (echo), the RESP client of `+"`examples/redis`"+` and `+"`*pgx.Conn`"+` from
-  `+"`manager/pgxmanager`"+`; the requests are a line echoed, a PING, and `+"`SELECT 1`"+` over the simple
+  `+"`contrib/pgxmanager`"+`; the requests are a line echoed, a PING, and `+"`SELECT 1`"+` over the simple
   query protocol for every PostgreSQL contender, all under `+"`context.Background()`"+`.
 - **dials** is the number of connections a contender dialled from its set-up to the end of
   the round, warm-up included (median over the rounds), counted where they are dialled.

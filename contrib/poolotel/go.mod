@@ -1,4 +1,4 @@
-module github.com/poolkit/poolkit/pool/poolotel
+module github.com/poolkit/poolkit/contrib/poolotel
 
 go 1.26
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/poolkit/poolkit/internal/pooltest"
 	"github.com/poolkit/poolkit/pool"
-	"github.com/poolkit/poolkit/pool/poolprom"
+	"github.com/poolkit/poolkit/contrib/poolprom"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,4 +1,4 @@
-module github.com/poolkit/poolkit/pool/poolprom
+module github.com/poolkit/poolkit/contrib/poolprom
 
 go 1.26
 

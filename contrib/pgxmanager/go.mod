@@ -1,4 +1,4 @@
-module github.com/poolkit/poolkit/manager/pgxmanager
+module github.com/poolkit/poolkit/contrib/pgxmanager
 
 go 1.26
 

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/poolkit/poolkit/manager/pgxmanager"
+	"github.com/poolkit/poolkit/contrib/pgxmanager"
 )
 
 // TestMain says, in one line on standard error, when the integration tests

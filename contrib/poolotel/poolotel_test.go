@@ -17,7 +17,7 @@ import (
 	"github.com/poolkit/poolkit/internal/pooltest"
 	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"
-	"github.com/poolkit/poolkit/pool/poolotel"
+	"github.com/poolkit/poolkit/contrib/poolotel"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/poolkit/poolkit/manager"
-	"github.com/poolkit/poolkit/manager/pgxmanager"
+	"github.com/poolkit/poolkit/contrib/pgxmanager"
 )
 
 func TestNewNamesTheBadField(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/poolkit/poolkit/manager/pgxmanager"
+	"github.com/poolkit/poolkit/contrib/pgxmanager"
 	"github.com/poolkit/poolkit/pool"
 )
 
