@@ -25,6 +25,7 @@ require (
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/poolkit/poolkit/contrib/pgxmanager v0.0.0-00010101000000-000000000000
+	github.com/poolkit/poolkit/examples v0.0.0-00010101000000-000000000000
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
@@ -37,3 +38,5 @@ require (
 replace github.com/poolkit/poolkit => ../
 
 replace github.com/poolkit/poolkit/contrib/pgxmanager => ../contrib/pgxmanager
+
+replace github.com/poolkit/poolkit/examples => ../examples

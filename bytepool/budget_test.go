@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/poolkit/poolkit/bytepool"
-	"github.com/poolkit/poolkit/internal/ptest"
+	"github.com/poolkit/poolkit/internal/testutil/ptest"
 )
 
 // burst gets k buffers of n bytes, writes a byte to each, and puts them all

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/poolkit/poolkit/bytepool"
-	"github.com/poolkit/poolkit/internal/ptest"
+	"github.com/poolkit/poolkit/internal/testutil/ptest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

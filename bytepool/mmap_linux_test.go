@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/poolkit/poolkit/bytepool"
-	"github.com/poolkit/poolkit/internal/ptest"
+	"github.com/poolkit/poolkit/internal/testutil/ptest"
 )
 
 func platformAllocators() []allocator {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/poolkit/poolkit/bytepool"
-	"github.com/poolkit/poolkit/internal/ptest"
+	"github.com/poolkit/poolkit/internal/testutil/ptest"
 )
 
 // TestExchangesTakeAtMostAQuarterOfTheBudget: New reserves only the

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/poolkit/poolkit/bytepool"
-	"github.com/poolkit/poolkit/internal/ptest"
+	"github.com/poolkit/poolkit/internal/testutil/ptest"
 )
 
 // TestIntegrityUnderConcurrency: goroutines fill each buffer with a pattern of

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/poolkit/poolkit/exchange"
-	"github.com/poolkit/poolkit/internal/ptest"
+	"github.com/poolkit/poolkit/internal/testutil/ptest"
 )
 
 func TestMain(m *testing.M) {

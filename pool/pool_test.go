@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/poolkit/poolkit/internal/ptest"
+	"github.com/poolkit/poolkit/internal/testutil/ptest"
 	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"
 )

@@ -5,7 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/poolkit/poolkit/internal/itest"
+	"github.com/poolkit/poolkit/internal/testutil/itest"
 	"net"
 	"os"
 	"regexp"

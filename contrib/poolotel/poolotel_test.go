@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/poolkit/poolkit/bytepool"
-	"github.com/poolkit/poolkit/internal/pooltest"
+	"github.com/poolkit/poolkit/internal/testutil/pooltest"
 	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"
 	"github.com/poolkit/poolkit/contrib/poolotel"

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/poolkit/poolkit/internal/pooltest"
+	"github.com/poolkit/poolkit/internal/testutil/pooltest"
 	"github.com/poolkit/poolkit/pool"
 	"github.com/poolkit/poolkit/contrib/poolprom"
 )

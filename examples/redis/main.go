@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/poolkit/poolkit/internal/resp"
+	"github.com/poolkit/poolkit/examples/redis/resp"
 	"github.com/poolkit/poolkit/pool"
 )
 

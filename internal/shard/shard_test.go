@@ -9,7 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/poolkit/poolkit/internal/cacheline"
-	"github.com/poolkit/poolkit/internal/ptest"
+	"github.com/poolkit/poolkit/internal/testutil/ptest"
 	"github.com/poolkit/poolkit/internal/shard"
 )
 

@@ -16,7 +16,7 @@ import (
 
 	"github.com/poolkit/poolkit/benches/internal/icount"
 	"github.com/poolkit/poolkit/benches/internal/results"
-	"github.com/poolkit/poolkit/internal/ptest"
+	"github.com/poolkit/poolkit/internal/testutil/ptest"
 )
 
 func TestIcountChildPrintsItsAllocations(t *testing.T) {

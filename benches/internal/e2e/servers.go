@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/poolkit/poolkit/benches/internal/workload"
-	"github.com/poolkit/poolkit/internal/echo"
-	"github.com/poolkit/poolkit/internal/resp"
+	"github.com/poolkit/poolkit/internal/testutil/echo"
+	"github.com/poolkit/poolkit/examples/redis/resp"
 	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/contrib/pgxmanager"
 	"github.com/poolkit/poolkit/pool"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/poolkit/poolkit/internal/resp"
+	"github.com/poolkit/poolkit/examples/redis/resp"
 	"github.com/poolkit/poolkit/manager"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/poolkit/poolkit/internal/itest"
+	"github.com/poolkit/poolkit/internal/testutil/itest"
 )
 
 func TestUniqueNameIsShortSafeAndUnique(t *testing.T) {
