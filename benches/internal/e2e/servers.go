@@ -59,7 +59,7 @@ func echoTarget(srv *echo.Server) target {
 	}
 	return target{
 		server:   ServerEcho,
-		describe: fmt.Sprintf("the echo server of internal/echo at %s, in the same process as the clients", srv.Addr()),
+		describe: fmt.Sprintf("the echo server of internal/testutil/echo at %s, in the same process as the clients", srv.Addr()),
 		port:     portOf(srv.Addr()),
 		unit:     fmt.Sprintf("a %d-byte line written and read back", len(echoLine)),
 		entries: func(ctx context.Context, phase string, maxSize int) []workload.Entry {
