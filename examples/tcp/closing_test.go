@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/poolkit/poolkit/internal/testutil/echo"
+	"github.com/poolkit/poolkit/examples/tcp/echo"
 	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"
 )

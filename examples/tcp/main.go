@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/poolkit/poolkit/internal/testutil/echo"
+	"github.com/poolkit/poolkit/examples/tcp/echo"
 	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"
 )

@@ -33,7 +33,7 @@ import (
 
 	"github.com/poolkit/poolkit/benches/internal/results"
 	"github.com/poolkit/poolkit/benches/internal/workload"
-	"github.com/poolkit/poolkit/internal/testutil/echo"
+	"github.com/poolkit/poolkit/examples/tcp/echo"
 )
 
 // Environment variables that name the servers, as in the examples'

@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/poolkit/poolkit/benches/internal/workload"
-	"github.com/poolkit/poolkit/internal/testutil/echo"
+	"github.com/poolkit/poolkit/examples/tcp/echo"
 	"github.com/poolkit/poolkit/examples/redis/resp"
 	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/contrib/pgxmanager"
@@ -59,7 +59,7 @@ func echoTarget(srv *echo.Server) target {
 	}
 	return target{
 		server:   ServerEcho,
-		describe: fmt.Sprintf("the echo server of internal/testutil/echo at %s, in the same process as the clients", srv.Addr()),
+		describe: fmt.Sprintf("the echo server of examples/tcp/echo at %s, in the same process as the clients", srv.Addr()),
 		port:     portOf(srv.Addr()),
 		unit:     fmt.Sprintf("a %d-byte line written and read back", len(echoLine)),
 		entries: func(ctx context.Context, phase string, maxSize int) []workload.Entry {

@@ -406,7 +406,7 @@ func writeE2EMethod(w io.Writer, f results.File) {
 ### End to end
 
 The E2E groups pool real connections to real servers: the line-echo server of
-`+"`internal/testutil/echo`"+`, started in the same process as the clients, and Redis and PostgreSQL on this
+`+"`examples/tcp/echo`"+`, started in the same process as the clients, and Redis and PostgreSQL on this
 machine. They run the same way as the rest,%s in alternating rounds, in three phases:
 **steady**, as many goroutines as the pools' MaxSize%s, so nobody waits for a connection;
 **oversubscribed**, four times as many; and **nopool**, a connection dialled for every request
@@ -517,7 +517,7 @@ allocator) serve the rest. **cap/len** and **retained** as in Bytes/Mixed.`,
 size class, beside the other contenders, which have no such setting.`,
 	"Bytes/FullOverwrite": `The buffer is overwritten entirely before use, so the zeroing make does is wasted work
 that a pool saves.`,
-	"E2E/Server=echo": `The line-echo server of internal/testutil/echo, in this process: a line written, the same line
+	"E2E/Server=echo": `The line-echo server of examples/tcp/echo, in this process: a line written, the same line
 read back, over loopback TCP. The server's goroutines share the CPUs with the clients, so this
 is the cheapest round trip the machine offers, and the one where a pool's own cost shows most.`,
 	"E2E/Server=redis": `Redis on this machine: a PING and its PONG on the example's RESP client, the pool's

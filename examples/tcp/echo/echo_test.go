@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/poolkit/poolkit/internal/testutil/echo"
+	"github.com/poolkit/poolkit/examples/tcp/echo"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

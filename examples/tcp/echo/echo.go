@@ -1,8 +1,7 @@
 // Package echo is an in-process line-echo server for the examples, their
 // tests and the end-to-end benchmarks: every line a client sends
-// ('\n'-terminated) comes back unchanged. It lives in the root module's
-// internal/, which the examples and benches modules may import (their import
-// paths share its parent), so that neither imports the other.
+// ('\n'-terminated) comes back unchanged. It uses the standard library
+// only, so the example that starts it can be copied whole.
 package echo
 
 import (
