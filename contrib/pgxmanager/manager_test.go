@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/contrib/pgxmanager"
+	"github.com/poolkit/poolkit/manager"
 )
 
 func TestNewNamesTheBadField(t *testing.T) {

@@ -14,10 +14,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/poolkit/poolkit/bytepool"
+	"github.com/poolkit/poolkit/contrib/poolotel"
 	"github.com/poolkit/poolkit/internal/testutil/pooltest"
 	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"
-	"github.com/poolkit/poolkit/contrib/poolotel"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

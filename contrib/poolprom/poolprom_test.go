@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/poolkit/poolkit/contrib/poolprom"
 	"github.com/poolkit/poolkit/internal/testutil/pooltest"
 	"github.com/poolkit/poolkit/pool"
-	"github.com/poolkit/poolkit/contrib/poolprom"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -9,8 +9,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/poolkit/poolkit/internal/cacheline"
-	"github.com/poolkit/poolkit/internal/testutil/ptest"
 	"github.com/poolkit/poolkit/internal/shard"
+	"github.com/poolkit/poolkit/internal/testutil/ptest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

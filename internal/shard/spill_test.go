@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/poolkit/poolkit/internal/testutil/ptest"
 	"github.com/poolkit/poolkit/internal/shard"
+	"github.com/poolkit/poolkit/internal/testutil/ptest"
 )
 
 // TestSpillTakesWhatTheStackCannot: a Push on a full stack moves the stack's

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/poolkit/poolkit/internal/testutil/ptest"
 	"github.com/poolkit/poolkit/internal/shard"
+	"github.com/poolkit/poolkit/internal/testutil/ptest"
 )
 
 // pushSteps and popSteps are Local.Push and Local.Pop written out with the

@@ -16,10 +16,10 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/poolkit/poolkit/benches/internal/workload"
-	"github.com/poolkit/poolkit/examples/tcp/echo"
-	"github.com/poolkit/poolkit/examples/redis/resp"
-	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/contrib/pgxmanager"
+	"github.com/poolkit/poolkit/examples/redis/resp"
+	"github.com/poolkit/poolkit/examples/tcp/echo"
+	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/poolkit/poolkit/internal/testutil/itest"
 	"github.com/poolkit/poolkit/examples/redis/resp"
+	"github.com/poolkit/poolkit/internal/testutil/itest"
 	"github.com/poolkit/poolkit/pool"
 )
 
