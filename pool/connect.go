@@ -191,69 +191,6 @@ func (p *Pool[T]) backingOff() bool {
 	return p.failures.Load() > 0 && int64(p.now()) < p.retryAt.Load()
 }
 
-// closeOne runs Manager.Close on v, closed for reason r, on a goroutine of
-// its own, and then frees its slot: until Close returns, v counts in live
-// and in closing, so that created == closed + detached + live holds whenever
-// nothing is in flight.
-func (p *Pool[T]) closeOne(v T, r int, n *closeNote) {
-	defer p.goExit()
-	err := p.mgr.Close(v)
-	if n != nil {
-		p.observeClose(n, r, err)
-	}
-	p.closed(r)
-}
-
-// goExit ends a goroutine the pool started.
-func (p *Pool[T]) goExit() {
-	if p.goroutines.Add(-1) == 0 {
-		p.checkDone()
-	}
-}
-
-// checkDone closes doneCh once the pool is closed, nothing is live and every
-// goroutine it started has exited. Whoever makes the last of these true
-// calls it after its own atomic update, so the last one sees all three.
-func (p *Pool[T]) checkDone() {
-	if p.state.Load()&closedBit != 0 && p.live.Load() == 0 && p.goroutines.Load() == 0 {
-		p.doneOnce.Do(func() { close(p.doneCh) })
-	}
-}
-
-// Close closes the pool: new acquires get ErrClosed, waiters wake with
-// ErrClosed, connects in flight are cancelled, idle objects are closed, and
-// leased ones are closed when released. It returns nil once nothing is live
-// and every goroutine the pool started has exited, or ctx.Err() if ctx ends
-// first; closing goes on, and a later Close waits again. Close is
-// idempotent.
-func (p *Pool[T]) Close(ctx context.Context) error {
-	p.mu.Lock()
-	old := p.state.Or(closedBit)
-	var ws []*waiter[T]
-	if old&closedBit == 0 {
-		for w := p.queue.popFront(); w != nil; w = p.queue.popFront() {
-			ws = append(ws, w)
-			p.state.Add(-1)
-		}
-	}
-	p.mu.Unlock()
-	if old&closedBit == 0 {
-		p.cancel(ErrClosed)
-		for _, w := range ws {
-			w.ch <- hand[T]{closed: true}
-		}
-		p.drainIdle(reasonClosed)
-		p.dropHints()
-		p.checkDone()
-	}
-	select {
-	case <-p.doneCh:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // connectContext returns the context of one Manager.Connect (see connect).
 func (p *Pool[T]) connectContext(cause context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(cause), p.cfg.ConnectTimeout)

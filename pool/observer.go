@@ -2,10 +2,7 @@ package pool
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/bits"
-	"sync/atomic"
 	"time"
 )
 
@@ -134,36 +131,6 @@ type LeakEvent struct {
 	Stack string        // the goroutine stack of the Acquire that took it, one frame a line
 }
 
-// acquireHooked is the slow path of an Acquire or TryAcquire when an
-// Observer or LeakThreshold is set (acqHookBit keeps such a pool off the
-// fast path).
-func (p *Pool[T]) acquireHooked(ctx context.Context, wait bool) (Lease[T], error) {
-	obs := p.cfg.Observer
-	start := p.now()
-	if obs != nil {
-		if ctx = obs.AcquireStart(ctx); ctx == nil {
-			panic("pool: Observer.AcquireStart returned a nil Context")
-		}
-		if ctx.Err() != nil { // the context AcquireStart returned has ended
-			err := p.ctxFail(ctx)
-			obs.AcquireEnd(ctx, AcquireEvent{Wait: p.now() - start, Err: err})
-			return Lease[T]{}, err
-		}
-	}
-	l, err := p.acquireSlow(ctx, wait)
-	if err == nil && p.cfg.LeakThreshold > 0 {
-		p.trackLease(ctx, l, start)
-	}
-	if obs != nil {
-		ev := AcquireEvent{Wait: p.now() - start, Err: err}
-		if err == nil {
-			ev.Path, ev.ID = l.e.path, l.e.m.ID
-		}
-		obs.AcquireEnd(ctx, ev)
-	}
-	return l, err
-}
-
 // observeConnect reports a connect that started at start (p.now) to the
 // Observer; cause is the context of the call that caused it.
 func (p *Pool[T]) observeConnect(cause context.Context, start time.Duration, e *entry[T], err error) {
@@ -193,77 +160,3 @@ func (p *Pool[T]) observeClose(n *closeNote, r int, err error) {
 	p.cfg.Observer.Closed(context.Background(), CloseEvent{Reason: CloseReason(r), ID: n.id,
 		Age: p.now() - time.Duration(n.created), Uses: n.uses, Err: err})
 }
-
-// NumWaitBuckets is the number of buckets of Stats.WaitBuckets.
-const NumWaitBuckets = 24
-
-// WaitBucketBound returns the upper bound of bucket i of Stats.WaitBuckets:
-// 1µs << i, from 1µs to about 8.4s.
-func WaitBucketBound(i int) time.Duration { return time.Microsecond << i }
-
-// waitHist is a histogram of the time Acquires spent blocked (connecting or
-// queued), in log2 buckets of microseconds: an observation is two atomic
-// adds (its bucket, the sum), and Stats sums the buckets into cumulative
-// counts. The last counter collects what exceeds the last bound.
-type waitHist struct {
-	n   [NumWaitBuckets + 1]atomic.Uint64
-	sum atomic.Int64 // ns
-}
-
-func (h *waitHist) observe(d time.Duration) {
-	i := 0
-	if d > time.Microsecond {
-		// d in (2^(i-1), 2^i] µs lands in bucket i.
-		i = bits.Len64(uint64(d-1) / uint64(time.Microsecond))
-	}
-	h.n[min(i, NumWaitBuckets)].Add(1)
-	h.sum.Add(int64(d))
-}
-
-// read returns the cumulative counts and the total.
-func (h *waitHist) read() (c [NumWaitBuckets]uint64, total uint64) {
-	for i := range h.n {
-		total += h.n[i].Load()
-		if i < NumWaitBuckets {
-			c[i] = total
-		}
-	}
-	return c, total
-}
-
-// blockTimed is block, timed into the wait histogram; an error that ends
-// the Acquire on a deadline is given the pool's state at that moment.
-func (p *Pool[T]) blockTimed(ctx context.Context, t *acqTimer, slot bool) (Lease[T], error) {
-	start := p.now()
-	t.begin = start // AcquireTimeout counts from here
-	l, queued, err := p.block(ctx, t, slot)
-	d := p.now() - start
-	p.counters.waitHist.observe(d)
-	if queued {
-		p.counters.waitNanos.Add(int64(d))
-	}
-	if err != nil && errors.Is(err, ErrTimeout) {
-		err = p.withState(err)
-	}
-	return l, err
-}
-
-// withState adds the pool's state to err's message; err still matches what
-// it matched.
-func (p *Pool[T]) withState(err error) error {
-	idle := p.idleLen()
-	live, connecting, closing := p.live.Load(), p.connecting.Load(), p.closing.Load()
-	return &stateError{err: err, state: fmt.Sprintf("live=%d idle=%d leased=%d waiting=%d",
-		live, idle, max(live-int64(idle)-connecting-closing-p.checking.Load(), 0), p.state.Load()&waiterMask)}
-}
-
-// stateError is an error with the pool's state when it happened, like
-// "pool: acquire timed out: context deadline exceeded (live=8 idle=0
-// leased=8 waiting=12)".
-type stateError struct {
-	err   error
-	state string
-}
-
-func (e *stateError) Error() string { return e.err.Error() + " (" + e.state + ")" }
-func (e *stateError) Unwrap() error { return e.err }

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"math/bits"
 	"sync/atomic"
 	"time"
 )
@@ -128,4 +129,41 @@ func (p *Pool[T]) Stats() Stats {
 		s.Acquires = uint64(a)
 	}
 	return s
+}
+
+// NumWaitBuckets is the number of buckets of Stats.WaitBuckets.
+const NumWaitBuckets = 24
+
+// WaitBucketBound returns the upper bound of bucket i of Stats.WaitBuckets:
+// 1µs << i, from 1µs to about 8.4s.
+func WaitBucketBound(i int) time.Duration { return time.Microsecond << i }
+
+// waitHist is a histogram of the time Acquires spent blocked (connecting or
+// queued), in log2 buckets of microseconds: an observation is two atomic
+// adds (its bucket, the sum), and Stats sums the buckets into cumulative
+// counts. The last counter collects what exceeds the last bound.
+type waitHist struct {
+	n   [NumWaitBuckets + 1]atomic.Uint64
+	sum atomic.Int64 // ns
+}
+
+func (h *waitHist) observe(d time.Duration) {
+	i := 0
+	if d > time.Microsecond {
+		// d in (2^(i-1), 2^i] µs lands in bucket i.
+		i = bits.Len64(uint64(d-1) / uint64(time.Microsecond))
+	}
+	h.n[min(i, NumWaitBuckets)].Add(1)
+	h.sum.Add(int64(d))
+}
+
+// read returns the cumulative counts and the total.
+func (h *waitHist) read() (c [NumWaitBuckets]uint64, total uint64) {
+	for i := range h.n {
+		total += h.n[i].Load()
+		if i < NumWaitBuckets {
+			c[i] = total
+		}
+	}
+	return c, total
 }

@@ -2,6 +2,8 @@ package pool
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -351,3 +353,40 @@ func (p *Pool[T]) countErr(err error) {
 		p.counters.cancels.Add(1)
 	}
 }
+
+// blockTimed is block, timed into the wait histogram; an error that ends
+// the Acquire on a deadline is given the pool's state at that moment.
+func (p *Pool[T]) blockTimed(ctx context.Context, t *acqTimer, slot bool) (Lease[T], error) {
+	start := p.now()
+	t.begin = start // AcquireTimeout counts from here
+	l, queued, err := p.block(ctx, t, slot)
+	d := p.now() - start
+	p.counters.waitHist.observe(d)
+	if queued {
+		p.counters.waitNanos.Add(int64(d))
+	}
+	if err != nil && errors.Is(err, ErrTimeout) {
+		err = p.withState(err)
+	}
+	return l, err
+}
+
+// withState adds the pool's state to err's message; err still matches what
+// it matched.
+func (p *Pool[T]) withState(err error) error {
+	idle := p.idleLen()
+	live, connecting, closing := p.live.Load(), p.connecting.Load(), p.closing.Load()
+	return &stateError{err: err, state: fmt.Sprintf("live=%d idle=%d leased=%d waiting=%d",
+		live, idle, max(live-int64(idle)-connecting-closing-p.checking.Load(), 0), p.state.Load()&waiterMask)}
+}
+
+// stateError is an error with the pool's state when it happened, like
+// "pool: acquire timed out: context deadline exceeded (live=8 idle=0
+// leased=8 waiting=12)".
+type stateError struct {
+	err   error
+	state string
+}
+
+func (e *stateError) Error() string { return e.err.Error() + " (" + e.state + ")" }
+func (e *stateError) Unwrap() error { return e.err }

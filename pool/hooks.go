@@ -58,12 +58,3 @@ func (p *Pool[T]) idleAtLeast(n int) bool {
 	}
 	return false
 }
-
-// Metrics returns the leased object's metrics: when it was connected, when
-// it was last released (to the resolution of the pool's clock), how many
-// times it has been handed out, this lease included, and its ID (from 1, in
-// the order connects returned; the ID in Observer events). It panics if the
-// lease has ended.
-func (l Lease[T]) Metrics() manager.Metrics {
-	return l.live().m
-}

@@ -1,0 +1,177 @@
+package pool
+
+import (
+	"context"
+
+	"github.com/poolkit/poolkit/internal/shard"
+)
+
+// Acquire returns a lease on an object: an idle one if there is one (found
+// through this P's stack, then the exchange, then a scan of every live
+// object, which reaches those idle on other Ps' stacks), else a new one if the
+// pool is below MaxSize, else one released to it while it waits in FIFO
+// order. Every object handed out passes the expiry checks and, if used
+// before, Manager.Recycle under ctx.
+//
+// An Acquire whose ctx has already ended returns its error at once and hands
+// out nothing; so does one whose ctx ends while it waits or connects, even
+// if an object arrives at that same moment (the object goes to the next
+// waiter or back to the pool). A Recycle that fails while ctx has ended is
+// taken as the caller's cancellation, not the object's fault: the object
+// stays in the pool. Deadlines (ctx's, or Config.AcquireTimeout, which bounds
+// the whole Acquire across every retry) end it with an error matching
+// ErrTimeout and context.DeadlineExceeded; a cancellation, context.Canceled;
+// both keep context.Cause. A connect error is returned wrapped (a connect
+// that ran past Config.ConnectTimeout matches ErrTimeout). After Close,
+// Acquire returns ErrClosed, and only that. A nil ctx panics.
+func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
+	if ctx == nil {
+		panic("pool: Acquire: nil Context")
+	}
+	if ctx.Err() != nil {
+		return Lease[T]{}, p.ctxFail(ctx)
+	}
+	if p.state.Load()&(closedBit|acqHookBit|waiterMask) == 0 {
+		// Local.Pop's steps, inlined: the only calls are the runtime's pin
+		// and unpin. A nil stack (synchronised builds, or a P beyond the
+		// table) misses here; the slow path's take pops the whole way.
+		st := p.local.Stack(shard.Enter())
+		e, ok := st.Pop()
+		shard.Exit()
+		if ok {
+			if gen, ok := claim(e); ok {
+				// check, by hand: no call of its own, and the guard's defer
+				// is Acquire's (see check).
+				r := p.expired(e)
+				if r == 0 {
+					if e.m.Uses == 0 {
+						e.m.Uses++
+						return Lease[T]{e, gen}, nil
+					}
+					armed := true
+					defer e.closeIfPanicked(&armed, reasonRecycle)
+					err := p.mgr.Recycle(ctx, e.value, e.m)
+					armed = false
+					if err == nil {
+						e.m.Uses++
+						return Lease[T]{e, gen}, nil
+					}
+					r = recycleFailed(ctx)
+				}
+				p.localFailed(ctx, e, r)
+				if r == checkCanceled {
+					return Lease[T]{}, p.ctxFail(ctx)
+				}
+			} else {
+				p.counters.stale.Add(1)
+			}
+		}
+	}
+	if p.state.Load()&acqHookBit != 0 {
+		return p.acquireHooked(ctx, true)
+	}
+	return p.acquireSlow(ctx, true)
+}
+
+// localFailed handles an object claimed through a local hint that failed
+// its check r: it goes back if the caller's context ended, else it is closed.
+func (p *Pool[T]) localFailed(ctx context.Context, e *entry[T], r int) {
+	p.counters.localMiss.Add(1)
+	if r == checkCanceled {
+		p.giveBack(e)
+		return
+	}
+	p.discard(e, r)
+}
+
+// TryAcquire is Acquire without waiting: it returns an idle object if there
+// is one and nobody is waiting, else ErrExhausted at once, after starting a
+// background connect if the pool is below MaxSize (and connects are not
+// backing off after failures), so that a retry soon succeeds. After Close it
+// returns ErrClosed; on an ended ctx, ctx's error. A nil ctx panics.
+func (p *Pool[T]) TryAcquire(ctx context.Context) (Lease[T], error) {
+	if ctx == nil {
+		panic("pool: TryAcquire: nil Context")
+	}
+	if ctx.Err() != nil {
+		return Lease[T]{}, p.ctxFail(ctx)
+	}
+	if p.state.Load()&acqHookBit != 0 {
+		return p.acquireHooked(ctx, false)
+	}
+	return p.acquireSlow(ctx, false)
+}
+
+func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) {
+	var t acqTimer
+	s := p.state.Load()
+	if s&closedBit != 0 {
+		return Lease[T]{}, ErrClosed
+	}
+	if s&waiterMask == 0 {
+		for {
+			e, src := p.take()
+			if e == nil {
+				break
+			}
+			r := p.check(ctx, e)
+			if r == 0 {
+				if src != srcLocal {
+					p.counters.acqOther.Add(1)
+				}
+				e.path = AcquirePath(src)
+				return Lease[T]{e, e.state.Load()}, nil
+			}
+			if src == srcLocal {
+				p.counters.localMiss.Add(1)
+			}
+			if r == checkCanceled {
+				p.giveBack(e)
+				return Lease[T]{}, p.ctxFail(ctx)
+			}
+			p.discard(e, r)
+		}
+		if !wait {
+			if !p.backingOff() && p.reserve() {
+				p.startDial(ctx, nil)
+			}
+			return Lease[T]{}, ErrExhausted
+		}
+		if p.reserve() {
+			return p.blockTimed(ctx, &t, true)
+		}
+	} else if !wait {
+		return Lease[T]{}, ErrExhausted
+	}
+	return p.blockTimed(ctx, &t, false)
+}
+
+// acquireHooked is the slow path of an Acquire or TryAcquire when an
+// Observer or LeakThreshold is set (acqHookBit keeps such a pool off the
+// fast path).
+func (p *Pool[T]) acquireHooked(ctx context.Context, wait bool) (Lease[T], error) {
+	obs := p.cfg.Observer
+	start := p.now()
+	if obs != nil {
+		if ctx = obs.AcquireStart(ctx); ctx == nil {
+			panic("pool: Observer.AcquireStart returned a nil Context")
+		}
+		if ctx.Err() != nil { // the context AcquireStart returned has ended
+			err := p.ctxFail(ctx)
+			obs.AcquireEnd(ctx, AcquireEvent{Wait: p.now() - start, Err: err})
+			return Lease[T]{}, err
+		}
+	}
+	l, err := p.acquireSlow(ctx, wait)
+	if err == nil && p.cfg.LeakThreshold > 0 {
+		p.trackLease(ctx, l, start)
+	}
+	if obs != nil {
+		ev := AcquireEvent{Wait: p.now() - start, Err: err}
+		if err == nil {
+			ev.Path, ev.ID = l.e.path, l.e.m.ID
+		}
+		obs.AcquireEnd(ctx, ev)
+	}
+	return l, err
+}

@@ -1,0 +1,101 @@
+package pool
+
+import "context"
+
+// Reasons an object is closed.
+const (
+	reasonLifetime = iota + 1
+	reasonIdle
+	reasonUses
+	reasonRecycle
+	reasonDestroy
+	reasonReset
+	reasonReleaseCheck
+	reasonShrink
+	reasonClosed
+	reasonMaxIdle
+	reasonHealth
+	nReasons
+)
+
+// checkCanceled is what check returns when Recycle failed while the caller's
+// context had ended: the object is not at fault and goes back to the pool.
+const checkCanceled = -1
+
+// expired runs the expiry checks (Reset epoch, lifetime, uses) on an object
+// its caller owns, against the coarse clock. It returns 0 or the reason to
+// close it. Idle time is not among them: only the maintainer closes an
+// object for idleness (see reap), so that an object in hand is used rather
+// than closed and replaced.
+func (p *Pool[T]) expired(e *entry[T]) int {
+	if e.epoch != p.epoch.Load() {
+		return reasonReset
+	}
+	if p.expiry {
+		switch {
+		case e.deadline != 0 && p.clock.Load().ns >= e.deadline:
+			return reasonLifetime
+		case p.maxUses != 0 && e.m.Uses >= p.maxUses:
+			return reasonUses
+		}
+	}
+	return 0
+}
+
+// check decides whether an object its caller took may be handed out: the
+// expiry checks, then Recycle if it was used before. On success it counts
+// the use and returns 0; otherwise it returns checkCanceled (Recycle failed
+// and ctx has ended: the caller keeps the object and gives it back) or the
+// reason to close the object (the caller closes it).
+func (p *Pool[T]) check(ctx context.Context, e *entry[T]) int {
+	if r := p.expired(e); r != 0 {
+		return r
+	}
+	if e.m.Uses != 0 {
+		// Should Recycle panic (or call runtime.Goexit), the deferred call
+		// closes the object and frees its slot before the panic goes on to
+		// the caller: a panicking manager costs one object, not a slot for
+		// good. The defer is open-coded (a flag on the stack, tested at
+		// return); its cost is in DESIGN.md.
+		armed := true
+		defer e.closeIfPanicked(&armed, reasonRecycle)
+		err := p.mgr.Recycle(ctx, e.value, e.m)
+		armed = false
+		if err != nil {
+			return recycleFailed(ctx)
+		}
+	}
+	e.m.Uses++
+	return 0
+}
+
+// recycleFailed is what check returns when Recycle failed: checkCanceled if
+// ctx has ended (the caller's cancellation, not the object's fault), else
+// reasonRecycle.
+func recycleFailed(ctx context.Context) int {
+	if ctx.Err() != nil {
+		return checkCanceled
+	}
+	return reasonRecycle
+}
+
+// closeIfPanicked is deferred around a Manager call on an object the caller
+// holds, with *armed true until the call returns. Should the call panic (or
+// call runtime.Goexit), *armed is still true: the object is closed for
+// reason r and its slot freed before the panic goes on to the caller. The
+// flag lives on the caller's stack, not in the entry: by the time the
+// deferred call runs (at the caller's return) the object may have been given
+// back and be under another holder's check.
+func (e *entry[T]) closeIfPanicked(armed *bool, r int) {
+	if *armed { // small enough to inline into the deferred call
+		e.panicked(r)
+	}
+}
+
+// panicked closes e, whose Manager call panicked, for reason r. Not inlined,
+// so that closeIfPanicked is.
+//
+//go:noinline
+func (e *entry[T]) panicked(r int) {
+	e.p.discard(e, r)
+}

@@ -1,0 +1,98 @@
+package pool
+
+import "context"
+
+// Close closes the pool: new acquires get ErrClosed, waiters wake with
+// ErrClosed, connects in flight are cancelled, idle objects are closed, and
+// leased ones are closed when released. It returns nil once nothing is live
+// and every goroutine the pool started has exited, or ctx.Err() if ctx ends
+// first; closing goes on, and a later Close waits again. Close is
+// idempotent.
+func (p *Pool[T]) Close(ctx context.Context) error {
+	p.mu.Lock()
+	old := p.state.Or(closedBit)
+	var ws []*waiter[T]
+	if old&closedBit == 0 {
+		for w := p.queue.popFront(); w != nil; w = p.queue.popFront() {
+			ws = append(ws, w)
+			p.state.Add(-1)
+		}
+	}
+	p.mu.Unlock()
+	if old&closedBit == 0 {
+		p.cancel(ErrClosed)
+		for _, w := range ws {
+			w.ch <- hand[T]{closed: true}
+		}
+		p.drainIdle(reasonClosed)
+		p.dropHints()
+		p.checkDone()
+	}
+	select {
+	case <-p.doneCh:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// checkDone closes doneCh once the pool is closed, nothing is live and every
+// goroutine it started has exited. Whoever makes the last of these true
+// calls it after its own atomic update, so the last one sees all three.
+func (p *Pool[T]) checkDone() {
+	if p.state.Load()&closedBit != 0 && p.live.Load() == 0 && p.goroutines.Load() == 0 {
+		p.doneOnce.Do(func() { close(p.doneCh) })
+	}
+}
+
+// goExit ends a goroutine the pool started.
+func (p *Pool[T]) goExit() {
+	if p.goroutines.Add(-1) == 0 {
+		p.checkDone()
+	}
+}
+
+// discard closes an object the caller holds, for reason r, and frees its
+// slot once it is closed.
+//
+// The slot stays taken until Manager.Close has returned, so that the server
+// never sees more than MaxSize connections: a waiter does not dial a
+// replacement while the old connection is still open.
+func (p *Pool[T]) discard(e *entry[T], r int) {
+	p.closeStarted()
+	p.closeClaimed(e, r)
+}
+
+// closeClaimed is discard for an object already counted as closing (see
+// claimSurplus). Each object is closed on a goroutine of its own: after a
+// mass failure every close runs at once (at most one per slot), so the pool
+// is back to strength one Manager.Close later, not one per closer.
+func (p *Pool[T]) closeClaimed(e *entry[T], r int) {
+	v := e.value
+	p.forget(e)
+	p.goroutines.Add(1)
+	go p.closeOne(v, r, p.noteClose(e))
+}
+
+// closeOne runs Manager.Close on v, closed for reason r, on a goroutine of
+// its own, and then frees its slot: until Close returns, v counts in live
+// and in closing, so that created == closed + detached + live holds whenever
+// nothing is in flight.
+func (p *Pool[T]) closeOne(v T, r int, n *closeNote) {
+	defer p.goExit()
+	err := p.mgr.Close(v)
+	if n != nil {
+		p.observeClose(n, r, err)
+	}
+	p.closed(r)
+}
+
+// forget removes an entry the caller holds (and will never give back) from
+// the registry, and drops its value: hints may still point at the entry
+// until they are popped, but not at the object.
+func (p *Pool[T]) forget(e *entry[T]) {
+	p.reg.remove(e)
+	e.leak.Store(nil) // a leak record holds its acquirer's context
+	var zero T
+	e.value = zero
+}

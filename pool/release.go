@@ -1,0 +1,181 @@
+package pool
+
+import (
+	"runtime"
+
+	"github.com/poolkit/poolkit/internal/shard"
+)
+
+// ReleaseChecker may be implemented by a Manager to check an object when it
+// is released: an error closes the object instead of pooling it (for example,
+// a connection released in the middle of a transaction). CheckRelease runs on
+// the releasing goroutine, under no lock of the pool's. If it panics, the
+// object is closed and its slot freed, and the panic goes on to the caller of
+// Release.
+type ReleaseChecker[T any] interface {
+	CheckRelease(obj T) error
+}
+
+// Release returns the object to the pool. The object must not be used
+// afterwards. It is closed instead if it fails the expiry checks or the
+// manager's ReleaseChecker, or if the pool is closed or over its MaxSize.
+//
+// The fast path (no ReleaseChecker, no waiter, not closed or shrinking, the
+// entry already stamped with this clock tick) ends the lease and publishes
+// the object with a single compare-and-swap, and writes nothing to the
+// entry before it: the loser of two concurrent Releases (a data race of the
+// caller's) has then only read the entry. Every other path (put) ends the
+// lease first and then works on an object it holds; the one extra
+// read-modify-write that costs falls on the clock-tick case once per tick per
+// object, on every release of a pool with a hook (Observer, LeakThreshold,
+// MaxIdle, a ReleaseChecker), and when waiters exist. Every path ends the lease
+// with one compare-and-swap, so that of two concurrent Releases of one lease
+// exactly one proceeds and the other panics.
+//
+// About one release in 1024 of each object yields the processor
+// (runtime.Gosched) once the object is back in the pool, so that goroutines
+// acquiring and releasing in a loop do not keep the pool's objects from the
+// goroutines that wait for a processor, each for its whole time slice
+// (decision 0008).
+func (l Lease[T]) Release() {
+	e := l.live()
+	p := e.p
+	due := yieldDue(l.gen)
+	if p.state.Load() != 0 || e.lastUsed != p.clock.Load().ns || p.expired(e) != 0 {
+		p.put(e, l.gen)
+		if due {
+			runtime.Gosched()
+		}
+		return
+	}
+	// Idle from here: any claimer may take it.
+	if !e.state.CompareAndSwap(l.gen, l.gen+1) {
+		panic(staleMsg)
+	}
+	// A hint: Local.Push's steps, inlined; else the whole way (hint).
+	st := p.local.Stack(shard.Enter())
+	ok := st.Push(e)
+	shard.Exit()
+	if !ok {
+		p.hint(e)
+	}
+	// The lost-wake-up protocol, releaser's side: publish (the
+	// compare-and-swap above), then look for waiters (see block).
+	if p.state.Load() != 0 {
+		p.afterPublish()
+	}
+	if due {
+		runtime.Gosched()
+	}
+}
+
+// yieldEvery is how many uses of an object there are, on average, between
+// two releases of it that yield the processor (a power of two): see Release
+// and decision 0008.
+const yieldEvery = 1 << 10
+
+// yieldDue reports whether the release of the lease of generation gen
+// yields the processor: when gen times 2⁶⁴/φ (Fibonacci hashing) falls in
+// the lowest 1/yieldEvery of the 64-bit range. The generation is the
+// object's state word when the lease took it; every use moves it on by two
+// (a claim and a fast release, or a hand-off) or four (a release that
+// publishes on the slow path), and the pool's own visits (reaping, health
+// checks) by two. Along any such progression the products are spread evenly
+// over the range, so about one release in yieldEvery yields, never two in a
+// row, and, while the step stays the same, never more than about
+// 3·yieldEvery uses apart. The generation is the lease's own copy: the
+// releaser reads nothing of the entry for it, so that the loser of two
+// concurrent Releases (a race of the caller's) reads nothing a new holder
+// writes.
+func yieldDue(gen uint64) bool { return gen*0x9E3779B97F4A7C15 < 1<<64/yieldEvery }
+
+// releaseRefused runs the manager's ReleaseChecker on e, which the caller
+// holds, and reports whether it refused the object. A panicking CheckRelease
+// closes the object and frees its slot before the panic goes on.
+func (p *Pool[T]) releaseRefused(e *entry[T]) bool {
+	armed := true
+	defer e.closeIfPanicked(&armed, reasonReleaseCheck)
+	err := p.relCheck.CheckRelease(e.value)
+	armed = false
+	return err != nil
+}
+
+// put is Release's slow path: it ends the lease gen on e, keeping the object,
+// and returns it (putHeld).
+func (p *Pool[T]) put(e *entry[T], gen uint64) {
+	p.endLease(e, gen)
+	p.putHeld(e)
+}
+
+// endLease ends lease gen on e, keeping e held by the caller.
+func (p *Pool[T]) endLease(e *entry[T], gen uint64) {
+	if !e.state.CompareAndSwap(gen, gen+2) {
+		panic(staleMsg)
+	}
+}
+
+// putHeld is put after the lease has ended, on an object the caller holds:
+// the manager's release check, the time stamp, the expiry checks, then
+// giveBack.
+func (p *Pool[T]) putHeld(e *entry[T]) {
+	if p.cfg.LeakThreshold > 0 {
+		e.leak.Store(nil) // the lease is over; its record held the acquirer's context
+	}
+	if p.relCheck != nil && p.releaseRefused(e) {
+		p.discard(e, reasonReleaseCheck)
+		return
+	}
+	if tk := p.clock.Load(); e.lastUsed != tk.ns {
+		e.lastUsed, e.m.LastUsed = tk.ns, tk.at
+	}
+	if r := p.expired(e); r != 0 {
+		p.discard(e, r)
+		return
+	}
+	p.giveBack(e)
+}
+
+// giveBack returns an object the caller holds and that passed its checks (a
+// released, fresh, rescued or reaped one): closed if the pool is closed or
+// the object is surplus after a shrink, else to the oldest waiter, else to
+// the idle set.
+func (p *Pool[T]) giveBack(e *entry[T]) {
+	s := p.state.Load()
+	if s&closedBit != 0 {
+		p.discard(e, reasonClosed)
+		return
+	}
+	if s&shrinkingBit != 0 && p.claimSurplus() {
+		p.closeClaimed(e, reasonShrink)
+		return
+	}
+	if s&waiterMask != 0 && p.handoff(hand[T]{e: e}) {
+		return
+	}
+	if p.cfg.MaxIdle > 0 && p.idleAtLeast(p.cfg.MaxIdle) {
+		p.discard(e, reasonMaxIdle)
+		return
+	}
+	p.publish(e)
+	if p.state.Load() != 0 {
+		p.afterPublish()
+	}
+}
+
+// afterPublish runs after an object was published while state was non-zero:
+// hand idle objects to waiters; close what a concurrent Close missed; and
+// after a shrink that raced with the publish (the maintainer's pass may have
+// looked before the object was idle), ask the maintainer for another pass.
+func (p *Pool[T]) afterPublish() {
+	s := p.state.Load()
+	if s&closedBit != 0 {
+		p.drainIdle(reasonClosed)
+		return
+	}
+	if s&waiterMask != 0 {
+		p.dispatch()
+	}
+	if s&shrinkingBit != 0 && p.kept() > p.maxSize.Load() {
+		p.poke()
+	}
+}
