@@ -42,6 +42,17 @@ type Manager[T any] interface {
 	Close(obj T) error
 }
 
+// ReleaseChecker may be implemented by a Manager to check an object when it
+// is released: an error closes the object instead of pooling it (for example,
+// a connection released in the middle of a transaction). CheckRelease runs on
+// the releasing goroutine, under no lock of the pool's. It sits beside Manager
+// as driver.Validator sits beside driver.Conn. If it panics, the
+// object is closed and its slot freed, and the panic goes on to the caller of
+// Release.
+type ReleaseChecker[T any] interface {
+	CheckRelease(obj T) error
+}
+
 // Metrics describes an object's use so far, for Recycle.
 type Metrics struct {
 	Created  time.Time // when Connect returned it

@@ -19,7 +19,7 @@
 // the acquirer's context; an object that fails is closed and the search goes
 // on.
 //
-// Release checks the object (expiry, the manager's optional ReleaseChecker),
+// Release checks the object (expiry, the manager's optional [manager.ReleaseChecker]),
 // then hands it straight to the oldest waiter, else makes it idle and leaves
 // a pointer to it on the calling P's stack, else in the exchange. (The stacks
 // and the exchange hold such pointers — hints — and decide nothing: one

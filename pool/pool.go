@@ -22,7 +22,7 @@ import (
 type Pool[T any] struct {
 	// Read-only after New.
 	mgr      manager.Manager[T]
-	relCheck ReleaseChecker[T] // mgr, if it implements ReleaseChecker
+	relCheck manager.ReleaseChecker[T] // mgr, if it implements ReleaseChecker
 	cfg      Config
 	expiry   bool  // MaxLifetime, MaxIdleTime or MaxUses is set
 	maxIdle  int64 // cfg.MaxIdleTime in ns
@@ -226,7 +226,7 @@ func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 		kick:    make(chan struct{}, 1),
 		doneCh:  make(chan struct{}),
 	}
-	p.relCheck, _ = m.(ReleaseChecker[T])
+	p.relCheck, _ = m.(manager.ReleaseChecker[T])
 	p.setHooks()
 	p.reg.init(min(cfg.MaxSize, 64))
 	p.clock.Store(&tick{at: p.start})

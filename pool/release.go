@@ -6,16 +6,6 @@ import (
 	"github.com/poolkit/poolkit/internal/shard"
 )
 
-// ReleaseChecker may be implemented by a Manager to check an object when it
-// is released: an error closes the object instead of pooling it (for example,
-// a connection released in the middle of a transaction). CheckRelease runs on
-// the releasing goroutine, under no lock of the pool's. If it panics, the
-// object is closed and its slot freed, and the panic goes on to the caller of
-// Release.
-type ReleaseChecker[T any] interface {
-	CheckRelease(obj T) error
-}
-
 // Release returns the object to the pool. The object must not be used
 // afterwards. It is closed instead if it fails the expiry checks or the
 // manager's ReleaseChecker, or if the pool is closed or over its MaxSize.

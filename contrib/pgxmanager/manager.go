@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/poolkit/poolkit/manager"
-	"github.com/poolkit/poolkit/pool"
 )
 
 // Defaults for the zero values of Config.
@@ -66,7 +65,7 @@ func ParseConfig(connString string) (Config, error) {
 }
 
 // Manager is a manager.Manager[*pgx.Conn] that also implements
-// pool.ReleaseChecker: Connect opens a connection (then runs AfterConnect),
+// manager.ReleaseChecker: Connect opens a connection (then runs AfterConnect),
 // Recycle checks it before each reuse, CheckRelease refuses one released in
 // a state the next user must not inherit, and Close closes it within
 // CloseTimeout. It is immutable once made and safe for concurrent use.
@@ -75,8 +74,8 @@ type Manager struct {
 }
 
 var (
-	_ manager.Manager[*pgx.Conn]     = (*Manager)(nil)
-	_ pool.ReleaseChecker[*pgx.Conn] = (*Manager)(nil)
+	_ manager.Manager[*pgx.Conn]        = (*Manager)(nil)
+	_ manager.ReleaseChecker[*pgx.Conn] = (*Manager)(nil)
 )
 
 func invalid(format string, args ...any) error {

@@ -18,7 +18,7 @@ import (
 // the same dial, the same request.
 type conns[T any] struct {
 	// manager returns a manager whose Connect adds one to dials for each
-	// connection it makes. Where it also implements pool.ReleaseChecker,
+	// connection it makes. Where it also implements manager.ReleaseChecker,
 	// the puddle contender runs that check on release as poolkit does.
 	manager func(dials *atomic.Int64) manager.Manager[T]
 	// request returns the request of one goroutine (it may keep a buffer).
@@ -105,7 +105,7 @@ func (k conns[T]) puddle(ctx context.Context, maxSize int) workload.Entry {
 	return workload.Entry{Name: namePuddle, Key: "Impl=puddle", Setup: func() (workload.Instance, error) {
 		var dials atomic.Int64
 		m := k.manager(&dials)
-		check, _ := m.(pool.ReleaseChecker[T])
+		check, _ := m.(manager.ReleaseChecker[T])
 		p, err := puddle.NewPool(&puddle.Config[*held[T]]{
 			Constructor: func(ctx context.Context) (*held[T], error) {
 				c, err := m.Connect(ctx)
