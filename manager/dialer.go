@@ -13,7 +13,15 @@ import (
 // returns. A connection the peer has closed also matches io.EOF; one that
 // failed with a socket error also matches that error (a syscall.Errno such as
 // ECONNRESET, or net.ErrClosed for a connection already closed locally).
-var ErrNotReusable = errors.New("manager: connection not reusable")
+// ErrNotReusable matches ErrBroken: a connection found closed or unclean is
+// closed by the pool even when the acquirer's context has ended.
+var ErrNotReusable error = &brokenError{"manager: connection not reusable"}
+
+// brokenError is an error of its own that also matches ErrBroken.
+type brokenError struct{ msg string }
+
+func (e *brokenError) Error() string { return e.msg }
+func (e *brokenError) Unwrap() error { return ErrBroken }
 
 // errNilConn is what Recycle returns for a nil conn.
 var errNilConn = fmt.Errorf("%w: nil connection", ErrNotReusable)

@@ -96,3 +96,12 @@ func TestDialerRecyclePassesConnsThatAreNotSyscallConns(t *testing.T) {
 func TestErrNotReusableIsDistinct(t *testing.T) {
 	require.False(t, errors.Is(manager.ErrNotReusable, io.EOF))
 }
+
+// Dialer.Recycle's errors say the connection itself is gone, so they match
+// ErrBroken: the pool closes such a connection even when the acquirer's
+// context ended during the check.
+func TestErrNotReusableMatchesErrBroken(t *testing.T) {
+	require.ErrorIs(t, manager.ErrNotReusable, manager.ErrBroken)
+	require.Equal(t, "manager: connection not reusable", manager.ErrNotReusable.Error())
+	require.False(t, errors.Is(manager.ErrBroken, manager.ErrNotReusable))
+}

@@ -19,6 +19,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -34,6 +35,7 @@ type Manager[T any] interface {
 	// acquirer's context. An error closes the object — unless ctx has ended
 	// by the time Recycle returns: then the failure is taken as the caller's
 	// cancellation, not the object's fault, and the object stays in the pool.
+	// An error matching ErrBroken closes the object whatever ctx's state.
 	// A Recycle that panics still panics in the acquirer, but the pool closes
 	// the object and frees its slot first.
 	Recycle(ctx context.Context, obj T, m Metrics) error
@@ -41,6 +43,14 @@ type Manager[T any] interface {
 	// never on the caller's.
 	Close(obj T) error
 }
+
+// ErrBroken is matched (with errors.Is) by a Recycle or CheckRelease error
+// that declares the object dead: the pool closes it even when the caller's
+// context has ended, which otherwise makes a failed Recycle the caller's
+// cancellation and leaves the object in the pool. Wrap it when the object
+// itself is gone, for example a connection that its driver closed because
+// the check was cut short.
+var ErrBroken = errors.New("manager: object broken")
 
 // ReleaseChecker may be implemented by a Manager to check an object when it
 // is released: an error closes the object instead of pooling it (for example,

@@ -56,10 +56,10 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 						e.m.Uses++
 						return Lease[T]{e, gen}, nil
 					}
-					r = recycleFailed(ctx)
+					r = recycleFailed(ctx, err)
 				}
 				p.localFailed(ctx, e, r)
-				if r == checkCanceled {
+				if r == checkCanceled || ctx.Err() != nil {
 					return Lease[T]{}, p.ctxFail(ctx)
 				}
 			} else {
@@ -130,6 +130,9 @@ func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) 
 				return Lease[T]{}, p.ctxFail(ctx)
 			}
 			p.discard(e, r)
+			if ctx.Err() != nil { // a broken object's check outlived the caller
+				return Lease[T]{}, p.ctxFail(ctx)
+			}
 		}
 		if !wait {
 			if !p.backingOff() && p.reserve() {

@@ -1,6 +1,11 @@
 package pool
 
-import "context"
+import (
+	"context"
+	"errors"
+
+	"github.com/poolkit/poolkit/manager"
+)
 
 // Reasons an object is closed.
 const (
@@ -62,18 +67,19 @@ func (p *Pool[T]) check(ctx context.Context, e *entry[T]) int {
 		err := p.mgr.Recycle(ctx, e.value, e.m)
 		armed = false
 		if err != nil {
-			return recycleFailed(ctx)
+			return recycleFailed(ctx, err)
 		}
 	}
 	e.m.Uses++
 	return 0
 }
 
-// recycleFailed is what check returns when Recycle failed: checkCanceled if
-// ctx has ended (the caller's cancellation, not the object's fault), else
-// reasonRecycle.
-func recycleFailed(ctx context.Context) int {
-	if ctx.Err() != nil {
+// recycleFailed is what check returns when Recycle failed with err:
+// checkCanceled if ctx has ended (the caller's cancellation, not the
+// object's fault) and the manager did not declare the object broken (an
+// error matching manager.ErrBroken), else reasonRecycle.
+func recycleFailed(ctx context.Context, err error) int {
+	if ctx.Err() != nil && !errors.Is(err, manager.ErrBroken) {
 		return checkCanceled
 	}
 	return reasonRecycle

@@ -2,7 +2,10 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"sync"
+
+	"github.com/poolkit/poolkit/manager"
 )
 
 // Health checks.
@@ -94,7 +97,7 @@ func (p *Pool[T]) healthCheck(e *entry[T]) {
 	err := p.mgr.Recycle(ctx, e.value, e.m)
 	armed = false
 	p.counters.healthChecks.Add(1)
-	if err != nil && p.ctx.Err() == nil {
+	if err != nil && (p.ctx.Err() == nil || errors.Is(err, manager.ErrBroken)) {
 		p.discard(e, reasonHealth)
 		return
 	}

@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"runtime"
 	"sync"
@@ -137,6 +138,55 @@ func TestCanceledAcquireClosesNoHealthyObject(t *testing.T) {
 		st := settle(t, p)
 		require.Zero(t, st.Closed, "the handed object is healthy: kept")
 		require.Equal(t, 1, st.Idle)
+	})
+}
+
+// A Recycle error matching manager.ErrBroken closes the object even though
+// the caller's context ended during the check: the manager says the object
+// itself is gone (a connection its driver closed because the check was cut
+// short), so it is not the caller's cancellation. On the fast path and on a
+// hand-off alike.
+func TestBrokenObjectIsClosedWhateverTheContext(t *testing.T) {
+	broken := func(started chan<- struct{}) func(ctx context.Context, o *obj, m manager.Metrics) error {
+		return func(ctx context.Context, o *obj, m manager.Metrics) error {
+			started <- struct{}{}
+			<-ctx.Done()
+			return fmt.Errorf("ping cut short, connection closed: %w", manager.ErrBroken)
+		}
+	}
+	t.Run("Idle", func(t *testing.T) {
+		started := make(chan struct{}, 8)
+		f := &fakeMgr{recycle: broken(started)}
+		p := newPool(t, f, pool.Config{MaxSize: 2})
+		fill(t, p, 2)
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { <-started; cancel() }()
+		_, err := p.Acquire(ctx)
+		require.ErrorIs(t, err, context.Canceled)
+		st := settle(t, p)
+		require.Equal(t, uint64(1), st.Closed, "the broken object is closed")
+		require.Equal(t, 1, st.Idle)
+	})
+	t.Run("HandedOff", func(t *testing.T) {
+		started := make(chan struct{}, 8)
+		f := &fakeMgr{}
+		p := newPool(t, f, pool.Config{MaxSize: 1})
+		held := acquire(t, p)
+		f.recycle = broken(started)
+		ctx, cancel := context.WithCancel(context.Background())
+		got := make(chan error, 1)
+		go func() {
+			_, err := p.Acquire(ctx)
+			got <- err
+		}()
+		require.Eventually(t, func() bool { return p.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+		held.Release()
+		<-started
+		cancel()
+		require.ErrorIs(t, <-got, context.Canceled)
+		st := settle(t, p)
+		require.Equal(t, uint64(1), st.Closed)
+		require.Zero(t, st.Idle)
 	})
 }
 
