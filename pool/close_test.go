@@ -22,11 +22,11 @@ func TestNoIdleCloseBeforeMaxIdleTime(t *testing.T) {
 	p.AdvanceClock(59 * time.Minute)
 	p.Reap()
 	st := settle(t, p)
-	require.Zero(t, st.ClosedIdle, "idle 59 minutes of 60: %+v", st)
+	require.Zero(t, st.ClosedBy[pool.CloseIdle], "idle 59 minutes of 60: %+v", st)
 	require.Equal(t, 4, st.Idle)
 	p.AdvanceClock(2 * time.Minute)
 	p.Reap()
-	require.Equal(t, uint64(4), settle(t, p).ClosedIdle)
+	require.Equal(t, uint64(4), settle(t, p).ClosedBy[pool.CloseIdle])
 }
 
 // A shrink that leaves room for every live object (8 -> 7 with 4
@@ -39,7 +39,7 @@ func TestSetMaxSizeShrinkKeepsObjectsThatFit(t *testing.T) {
 	p.Reap() // the pass SetMaxSize pokes the maintainer into, run here
 	st := settle(t, p)
 	require.Equal(t, 4, st.Live, "4 live objects fit under MaxSize 7 and were used just now: %+v", st)
-	require.Zero(t, st.ClosedIdle+st.ClosedShrink, "%+v", st)
+	require.Zero(t, st.ClosedBy[pool.CloseIdle]+st.ClosedBy[pool.CloseShrink], "%+v", st)
 }
 
 // An Acquire cut short by Close while its connect is in flight

@@ -100,7 +100,7 @@ type Config struct {
 	LeakThreshold time.Duration
 	// MaxIdle caps idle objects, like database/sql's SetMaxIdleConns: an
 	// object released (or given back) while MaxIdle objects are already idle
-	// is closed instead (Stats.ClosedMaxIdle). MinIdle ≤ MaxIdle. 0: no cap.
+	// is closed instead (Stats.ClosedBy[pool.CloseMaxIdle]). MinIdle ≤ MaxIdle. 0: no cap.
 	MaxIdle int
 	// Observer, if not nil, is told of acquires, connects, closes and leaks
 	// (see Observer). nil: no calls and no cost.

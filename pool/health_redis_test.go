@@ -97,7 +97,7 @@ func TestHealthChecksReplaceKilledRedisConnections(t *testing.T) {
 
 	require.Eventually(t, func() bool {
 		s := p.Stats()
-		return s.ClosedHealthCheck == n && s.Idle == n && s.Closing == 0
+		return s.ClosedBy[pool.CloseHealthCheck] == n && s.Idle == n && s.Closing == 0
 	}, 5*time.Second, time.Millisecond, "the health checks close and replace every killed connection")
 	var ls []pool.Lease[net.Conn]
 	for range n {
@@ -112,5 +112,5 @@ func TestHealthChecksReplaceKilledRedisConnections(t *testing.T) {
 	for _, l := range ls {
 		l.Release()
 	}
-	require.Zero(t, p.Stats().ClosedRecycle, "the health checks, not the acquires, found them")
+	require.Zero(t, p.Stats().ClosedBy[pool.CloseRecycle], "the health checks, not the acquires, found them")
 }

@@ -29,7 +29,7 @@ func TestIdleObjectWithoutHintIsFound(t *testing.T) {
 	require.Equal(t, id, b.Value().id)
 	st := p.Stats()
 	require.Equal(t, uint64(1), st.Created)
-	require.Equal(t, uint64(1), st.Steals)
+	require.Equal(t, uint64(1), p.PathStats().Steals)
 	require.Equal(t, int64(1), f.recycles.Load())
 	b.Release()
 }
@@ -55,7 +55,7 @@ func TestStaleHintIsDropped(t *testing.T) {
 	b.Release()
 	st := p.Stats()
 	require.Equal(t, uint64(1), st.Created)
-	require.LessOrEqual(t, st.LocalHits+st.ExchangeHits+st.Steals, uint64(3))
+	require.LessOrEqual(t, p.PathStats().LocalHits+p.PathStats().ExchangeHits+p.PathStats().Steals, uint64(3))
 	require.Equal(t, uint64(3), st.Acquires)
 }
 
@@ -113,7 +113,7 @@ func TestShrinkClosesOnlyTheSurplus(t *testing.T) {
 			require.Equal(t, 5, st.Idle)
 			close(unblock)
 			require.Eventually(t, func() bool { s := p.Stats(); return s.Closing == 0 && s.Live == 5 }, 5*time.Second, time.Millisecond)
-			require.Equal(t, uint64(5), p.Stats().ClosedShrink)
+			require.Equal(t, uint64(5), p.Stats().ClosedBy[pool.CloseShrink])
 		})
 	}
 }

@@ -304,14 +304,14 @@ func TestMinIdleIsNeverReapedForIdleness(t *testing.T) {
 	p.AdvanceClock(2 * time.Hour)
 	p.Reap()
 	st := settle(t, p)
-	require.Equal(t, uint64(3), st.ClosedIdle, "idle above MinIdle closes")
+	require.Equal(t, uint64(3), st.ClosedBy[pool.CloseIdle], "idle above MinIdle closes")
 	require.Equal(t, 2, st.Live)
 	for range 3 {
 		p.AdvanceClock(2 * time.Hour)
 		p.Reap()
 	}
 	st = settle(t, p)
-	require.Equal(t, uint64(3), st.ClosedIdle, "MinIdle objects stay, however long idle")
+	require.Equal(t, uint64(3), st.ClosedBy[pool.CloseIdle], "MinIdle objects stay, however long idle")
 	require.Equal(t, uint64(5), st.Connects)
 }
 
@@ -358,9 +358,9 @@ func TestResetClosesObjectWhoseConnectStraddledIt(t *testing.T) {
 	<-started
 	witness.Release() // idle when Reset comes
 	p.Reset()
-	require.Eventually(t, func() bool { return p.Stats().ClosedReset == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return p.Stats().ClosedBy[pool.CloseReset] == 1 }, 5*time.Second, time.Millisecond)
 	close(gate) // Reset's own pass is over (it closed the witness): the new object comes after it
-	require.Eventually(t, func() bool { return p.Stats().ClosedReset == 2 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return p.Stats().ClosedBy[pool.CloseReset] == 2 }, 5*time.Second, time.Millisecond)
 	require.Zero(t, p.Stats().Live)
 }
 
@@ -386,7 +386,7 @@ func TestShrinkClosesExactlyTheSurplus(t *testing.T) {
 			wg.Wait()
 			st := settle(t, p)
 			require.Equal(t, 4, st.Live, "round %d: exactly the surplus closed: %+v", round, st)
-			require.Equal(t, uint64(28), st.ClosedShrink, "round %d", round)
+			require.Equal(t, uint64(28), st.ClosedBy[pool.CloseShrink], "round %d", round)
 		}
 	})
 	t.Run("RacingReservations", func(t *testing.T) {
@@ -579,7 +579,7 @@ func TestPanickingManagerFreesTheSlot(t *testing.T) {
 		l := acquire(t, p)
 		require.Equal(t, int64(2), l.Value().id, "the panicked object was closed; its slot made a new one")
 		l.Release()
-		require.Equal(t, uint64(1), settle(t, p).ClosedRecycle)
+		require.Equal(t, uint64(1), settle(t, p).ClosedBy[pool.CloseRecycle])
 	})
 	t.Run("CheckRelease", func(t *testing.T) {
 		m := &panicRelease{fakeMgr: &fakeMgr{}}
@@ -590,7 +590,7 @@ func TestPanickingManagerFreesTheSlot(t *testing.T) {
 		l = acquire(t, p)
 		require.Equal(t, int64(2), l.Value().id)
 		l.Release()
-		require.Equal(t, uint64(1), settle(t, p).ClosedReleaseCheck)
+		require.Equal(t, uint64(1), settle(t, p).ClosedBy[pool.CloseReleaseCheck])
 	})
 }
 

@@ -90,7 +90,7 @@ type ConnectEvent struct {
 // CloseReason says why an object was closed.
 type CloseReason uint8
 
-// The reasons an object is closed, as in the Stats.Closed* counters.
+// The reasons an object is closed, the indexes of Stats.ClosedBy.
 const (
 	CloseLifetime     CloseReason = reasonLifetime     // MaxLifetime
 	CloseIdle         CloseReason = reasonIdle         // MaxIdleTime
@@ -104,6 +104,10 @@ const (
 	CloseMaxIdle      CloseReason = reasonMaxIdle      // released while MaxIdle objects were idle
 	CloseHealthCheck  CloseReason = reasonHealth       // a background health check failed
 )
+
+// NumCloseReasons bounds the CloseReason values: Stats.ClosedBy has this many
+// counters, and the reasons are 1 to NumCloseReasons-1.
+const NumCloseReasons = nReasons
 
 var reasonNames = [nReasons]string{"", "lifetime", "idle", "uses", "recycle", "destroy",
 	"reset", "release_check", "shrink", "pool_closed", "max_idle", "health_check"}

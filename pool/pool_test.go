@@ -73,7 +73,7 @@ func TestAcquireReusesIdleLIFO(t *testing.T) {
 	require.Equal(t, 2, st.Idle)
 	require.Equal(t, 0, st.Leased)
 	require.Equal(t, uint64(3), st.Acquires)
-	require.Equal(t, uint64(1), st.LocalHits)
+	require.Equal(t, uint64(1), p.PathStats().LocalHits)
 }
 
 // MaxSize bounds live objects exactly, connects included (DESIGN.md invariant 1).
@@ -150,7 +150,7 @@ func TestExpiryChecks(t *testing.T) {
 			acquire(t, p).Release()
 		}
 		require.Equal(t, int64(2), f.nextID.Load())
-		require.Equal(t, uint64(1), p.Stats().ClosedUses)
+		require.Equal(t, uint64(1), p.Stats().ClosedBy[pool.CloseUses])
 	})
 	t.Run("MaxLifetime", func(t *testing.T) {
 		f := &fakeMgr{}
@@ -162,7 +162,7 @@ func TestExpiryChecks(t *testing.T) {
 		require.Equal(t, int64(1), l.Value().id, "jitter < 1 minute: still alive at 59m")
 		p.AdvanceClock(2 * time.Minute)
 		l.Release() // checked at release: closed
-		require.Equal(t, uint64(1), settle(t, p).ClosedLifetime)
+		require.Equal(t, uint64(1), settle(t, p).ClosedBy[pool.CloseLifetime])
 		l = acquire(t, p)
 		require.Equal(t, int64(2), l.Value().id)
 		l.Release()
@@ -177,7 +177,7 @@ func TestExpiryChecks(t *testing.T) {
 		l.Release()
 		p.AdvanceClock(2 * time.Hour)
 		p.Reap() // idle for two hours: the maintainer closes it
-		require.Equal(t, uint64(1), settle(t, p).ClosedIdle)
+		require.Equal(t, uint64(1), settle(t, p).ClosedBy[pool.CloseIdle])
 	})
 	t.Run("Reset", func(t *testing.T) {
 		f := &fakeMgr{}
@@ -189,7 +189,7 @@ func TestExpiryChecks(t *testing.T) {
 		l := acquire(t, p)
 		require.Equal(t, int64(3), l.Value().id, "the idle one was closed at acquire (or by the maintainer)")
 		l.Release()
-		require.Equal(t, uint64(2), settle(t, p).ClosedReset)
+		require.Equal(t, uint64(2), settle(t, p).ClosedBy[pool.CloseReset])
 	})
 }
 
@@ -218,7 +218,7 @@ func TestRecycle(t *testing.T) {
 	require.Equal(t, int64(2), l.Value().id, "a failed recycle closes the object and Acquire connects")
 	fail.Store(false)
 	l.Release()
-	require.Equal(t, uint64(1), settle(t, p).ClosedRecycle)
+	require.Equal(t, uint64(1), settle(t, p).ClosedBy[pool.CloseRecycle])
 }
 
 // On a hand-off the waiter recycles under its own context; on failure it
@@ -520,7 +520,7 @@ func TestReleaseCheckAndReleaseAfterClose(t *testing.T) {
 	require.NoError(t, err)
 	m.inTx.Store(true)
 	acquire(t, p).Release()
-	require.Equal(t, uint64(1), settle(t, p).ClosedReleaseCheck)
+	require.Equal(t, uint64(1), settle(t, p).ClosedBy[pool.CloseReleaseCheck])
 	m.inTx.Store(false)
 
 	blocking.Store(true)
@@ -548,7 +548,7 @@ func TestMaintainerReapsExpiredIdle(t *testing.T) {
 	p.AdvanceClock(2 * time.Hour)
 	p.Poke()
 	require.Eventually(t, func() bool { return p.Stats().Live == 0 }, 5*time.Second, time.Millisecond)
-	require.Equal(t, uint64(8), p.Stats().ClosedLifetime)
+	require.Equal(t, uint64(8), p.Stats().ClosedBy[pool.CloseLifetime])
 }
 
 func TestMinIdleIsKeptWarm(t *testing.T) {
@@ -613,7 +613,7 @@ func TestSetMaxSize(t *testing.T) {
 	requireLive(t, p, 1, "the surplus closes as it comes back")
 	second.Release()
 	requireLive(t, p, 1)
-	require.Equal(t, uint64(1), p.Stats().ClosedShrink)
+	require.Equal(t, uint64(1), p.Stats().ClosedBy[pool.CloseShrink])
 	require.Panics(t, func() { p.SetMaxSize(0) })
 }
 
@@ -631,7 +631,7 @@ func TestStatsCounters(t *testing.T) {
 	st := p.Stats()
 	require.Equal(t, uint64(3), st.Acquires)
 	require.Equal(t, uint64(2), st.Created)
-	require.Equal(t, uint64(1), st.ClosedDestroy)
+	require.Equal(t, uint64(1), st.ClosedBy[pool.CloseDestroy])
 	require.Equal(t, uint64(1), st.Closed)
 	require.Equal(t, st.Created, st.Closed+st.Detached+uint64(st.Live))
 }
@@ -705,7 +705,7 @@ func TestIdleReapingUnderSteadyLoadWithFIFOExchange(t *testing.T) {
 	require.Eventually(t, func() bool { return p.Stats().Live <= 2 }, 5*time.Second, time.Millisecond)
 	close(stop)
 	<-done
-	require.Positive(t, p.Stats().ClosedIdle)
+	require.Positive(t, p.Stats().ClosedBy[pool.CloseIdle])
 }
 
 // A connect made for a waiter (in a slot freed by Destroy) fails:

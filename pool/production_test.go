@@ -98,7 +98,7 @@ func TestMaxIdleClosesSurplusOnRelease(t *testing.T) {
 	}
 	s := settle(t, p)
 	require.Equal(t, 2, s.Idle)
-	require.Equal(t, uint64(3), s.ClosedMaxIdle)
+	require.Equal(t, uint64(3), s.ClosedBy[pool.CloseMaxIdle])
 	require.Equal(t, 2, s.Live)
 	// A waiter is served before the cap is looked at.
 	held := []pool.Lease[*obj]{acquire(t, p), acquire(t, p)}
@@ -117,7 +117,7 @@ func TestMaxIdleClosesSurplusOnRelease(t *testing.T) {
 	require.True(t, ok)
 	l.Release()
 	held[1].Release()
-	require.Equal(t, uint64(3), settle(t, p).ClosedMaxIdle)
+	require.Equal(t, uint64(3), settle(t, p).ClosedBy[pool.CloseMaxIdle])
 }
 
 // blockingRecycle blocks every Recycle until its context ends, and returns
@@ -137,7 +137,7 @@ func TestCheckTimeoutClosesTheObjectButTheCallersContextDoesNot(t *testing.T) {
 	l := acquire(t, p)
 	require.Equal(t, int64(2), l.Value().id)
 	l.Release()
-	require.Equal(t, uint64(1), settle(t, p).ClosedRecycle)
+	require.Equal(t, uint64(1), settle(t, p).ClosedBy[pool.CloseRecycle])
 
 	// The caller's deadline comes first: its error, and nothing closed.
 	p2 := newPool(t, &fakeMgr{recycle: blockingRecycle}, pool.Config{MaxSize: 2, CheckTimeout: time.Hour})
@@ -354,7 +354,7 @@ func TestHealthCheckClosesDeadIdleObjectsAndReplacesThem(t *testing.T) {
 	require.NoError(t, p.Warm(context.Background()))
 	require.Eventually(t, func() bool {
 		s := p.Stats()
-		return s.ClosedHealthCheck == 3 && s.Idle == 3 && s.Closing == 0
+		return s.ClosedBy[pool.CloseHealthCheck] == 3 && s.Idle == 3 && s.Closing == 0
 	}, 5*time.Second, time.Millisecond)
 	var ls []pool.Lease[*obj]
 	for range 3 {
@@ -366,7 +366,7 @@ func TestHealthCheckClosesDeadIdleObjectsAndReplacesThem(t *testing.T) {
 		l.Release()
 	}
 	s := p.Stats()
-	require.Zero(t, s.ClosedRecycle, "the health checks, not the acquires, found them")
+	require.Zero(t, s.ClosedBy[pool.CloseRecycle], "the health checks, not the acquires, found them")
 	require.GreaterOrEqual(t, s.HealthChecks, uint64(3))
 }
 

@@ -41,9 +41,6 @@ type Stats struct {
 	Waiting    int
 
 	Acquires      uint64 // successful Acquire and TryAcquire calls
-	LocalHits     uint64 // objects claimed through a hint on the caller's per-P stack (then checked)
-	Steals        uint64 // objects claimed by a scan of every live object (those idle on other Ps' stacks, or with no hint)
-	ExchangeHits  uint64 // objects claimed through a hint in the exchange
 	HandOffs      uint64 // objects handed straight to a waiter and accepted
 	Connects      uint64 // Manager.Connect attempts
 	ConnectErrors uint64
@@ -65,27 +62,21 @@ type Stats struct {
 	WaitBuckets  [NumWaitBuckets]uint64
 	BlockedTime  time.Duration // the sum of the Blocked acquires' times
 	Leaks        uint64        // leases reported held longer than LeakThreshold
-	HealthChecks uint64        // background health checks run (ClosedHealthCheck of them failed)
+	HealthChecks uint64        // background health checks run (ClosedBy[CloseHealthCheck] of them failed)
 
-	Closed             uint64 // objects whose Manager.Close has returned (Closing counts those still queued or in it): the sum of the Closed* reasons below
-	ClosedLifetime     uint64
-	ClosedIdle         uint64 // idle longer than MaxIdleTime
-	ClosedUses         uint64
-	ClosedRecycle      uint64 // Manager.Recycle failed
-	ClosedDestroy      uint64
-	ClosedReset        uint64
-	ClosedReleaseCheck uint64 // ReleaseChecker refused it
-	ClosedShrink       uint64 // above MaxSize after SetMaxSize
-	ClosedPool         uint64 // the pool was closed
-	ClosedMaxIdle      uint64 // released while MaxIdle objects were idle
-	ClosedHealthCheck  uint64 // failed a background health check
+	// Closed counts the objects whose Manager.Close has returned (Closing
+	// counts those still queued or in it); ClosedBy splits it by
+	// CloseReason: ClosedBy[CloseIdle] were idle longer than MaxIdleTime,
+	// and so on ([0] is unused). An exporter loops over it, so a new reason
+	// needs no new field.
+	Closed   uint64
+	ClosedBy [NumCloseReasons]uint64
 }
 
 // Stats returns a snapshot of the pool's gauges and counters. It is always
 // on; the fast path pays nothing for it beyond the shard's per-P counters.
 func (p *Pool[T]) Stats() Stats {
 	c := &p.counters
-	sh := p.local.Stats()
 	sl := p.readSlots()
 	s := Stats{
 		MaxSize:       int(p.maxSize.Load()),
@@ -94,9 +85,6 @@ func (p *Pool[T]) Stats() Stats {
 		Connecting:    int(sl.connecting),
 		Closing:       int(sl.closing),
 		Waiting:       int(p.state.Load() & waiterMask),
-		LocalHits:     uint64(max(int64(sh.Hits)-int64(c.stale.Load()), 0)),
-		Steals:        c.steals.Load(),
-		ExchangeHits:  c.xhits.Load(),
 		HandOffs:      c.handoffs.Load(),
 		Connects:      c.connects.Load(),
 		ConnectErrors: c.connectErrs.Load(),
@@ -107,28 +95,39 @@ func (p *Pool[T]) Stats() Stats {
 		Timeouts:      c.timeouts.Load(),
 		Cancels:       c.cancels.Load(),
 
-		Closed:             sl.closedN,
-		ClosedLifetime:     sl.closed[reasonLifetime],
-		ClosedIdle:         sl.closed[reasonIdle],
-		ClosedUses:         sl.closed[reasonUses],
-		ClosedRecycle:      sl.closed[reasonRecycle],
-		ClosedDestroy:      sl.closed[reasonDestroy],
-		ClosedReset:        sl.closed[reasonReset],
-		ClosedReleaseCheck: sl.closed[reasonReleaseCheck],
-		ClosedShrink:       sl.closed[reasonShrink],
-		ClosedPool:         sl.closed[reasonClosed],
-		ClosedMaxIdle:      sl.closed[reasonMaxIdle],
-		ClosedHealthCheck:  sl.closed[reasonHealth],
-		Leaks:              c.leaks.Load(),
-		HealthChecks:       c.healthChecks.Load(),
+		Closed:       sl.closedN,
+		Leaks:        c.leaks.Load(),
+		HealthChecks: c.healthChecks.Load(),
 	}
+	s.ClosedBy = sl.closed
 	s.WaitBuckets, s.Blocked = c.waitHist.read()
 	s.BlockedTime = time.Duration(c.waitHist.sum.Load())
 	s.Leased = max(s.Live-s.Idle-s.Connecting-s.Closing-int(p.checking.Load()), 0) // objects under a health check are not leased
-	if a := int64(s.LocalHits+c.acqOther.Load()+s.HandOffs) - int64(c.localMiss.Load()); a > 0 {
+	if a := int64(p.localHits()+c.acqOther.Load()+s.HandOffs) - int64(c.localMiss.Load()); a > 0 {
 		s.Acquires = uint64(a)
 	}
 	return s
+}
+
+// localHits counts the objects claimed through a hint on their acquirer's
+// per-P stack (a popped hint whose object was held is not one).
+func (p *Pool[T]) localHits() uint64 {
+	return uint64(max(int64(p.local.Stats().Hits)-int64(p.counters.stale.Load()), 0))
+}
+
+// PathStats says where a pool's Acquires found their objects. It describes
+// the mechanism, not the pool's behaviour, for benchmarks and for tuning
+// LocalDepth and Exchange: its fields follow the implementation and may
+// change in any release, unlike Stats'.
+type PathStats struct {
+	LocalHits    uint64 // objects claimed through a hint on the caller's per-P stack (then checked)
+	ExchangeHits uint64 // objects claimed through a hint in the exchange
+	Steals       uint64 // objects claimed by a scan of every live object (those idle on other Ps' stacks, or with no hint)
+}
+
+// PathStats returns where the pool's Acquires found their objects so far.
+func (p *Pool[T]) PathStats() PathStats {
+	return PathStats{LocalHits: p.localHits(), ExchangeHits: p.counters.xhits.Load(), Steals: p.counters.steals.Load()}
 }
 
 // NumWaitBuckets is the number of buckets of Stats.WaitBuckets.

@@ -148,13 +148,13 @@ func TestPoolSurvivesAKillStorm(t *testing.T) {
 	s := waitQuiet(t, p)
 	errs := w.failures()
 	t.Logf("queries=%d rounds=%d killed=%d failed=%d maxSeen=%d created=%d closedRecycle=%d closedReleaseCheck=%d",
-		w.queries.Load(), rounds, killed, len(errs), maxSeen, s.Created, s.ClosedRecycle, s.ClosedReleaseCheck)
+		w.queries.Load(), rounds, killed, len(errs), maxSeen, s.Created, s.ClosedBy[pool.CloseRecycle], s.ClosedBy[pool.CloseReleaseCheck])
 	require.Positive(t, rounds, "no backend to terminate was ever seen")
 	require.Greater(t, w.queries.Load(), int64(workers), "the workload barely ran")
 	require.LessOrEqual(t, maxSeen, maxSize, "the server saw more of the pool's backends than MaxSize")
 	requireOnlyBrokenConnections(t, errs)
 	require.LessOrEqual(t, len(errs), killed, "more failed queries than terminated backends")
-	require.LessOrEqual(t, int(s.ClosedRecycle+s.ClosedReleaseCheck), killed,
+	require.LessOrEqual(t, int(s.ClosedBy[pool.CloseRecycle]+s.ClosedBy[pool.CloseReleaseCheck]), killed,
 		"closed as broken more connections than were terminated")
 }
 
@@ -191,7 +191,7 @@ func TestPoolRecoversFromAMassKill(t *testing.T) {
 		w.wg.Wait()
 		require.Empty(t, w.failures(), "a query failed on a connection terminated while idle")
 		s := waitQuiet(t, p)
-		require.EqualValues(t, maxSize, s.ClosedRecycle-before.ClosedRecycle, "Recycle found every terminated connection")
+		require.EqualValues(t, maxSize, s.ClosedBy[pool.CloseRecycle]-before.ClosedBy[pool.CloseRecycle], "Recycle found every terminated connection")
 	})
 
 	t.Run("UnderLoad", func(t *testing.T) {
@@ -291,7 +291,7 @@ func TestPoolNeverHandsOutAnOpenTransaction(t *testing.T) {
 	wg.Wait()
 	require.False(t, t.Failed())
 	s := waitQuiet(t, p)
-	require.EqualValues(t, leftOpen.Load(), s.ClosedReleaseCheck, "every connection released in a transaction was closed")
+	require.EqualValues(t, leftOpen.Load(), s.ClosedBy[pool.CloseReleaseCheck], "every connection released in a transaction was closed")
 	// Manager.Close has returned for every refused connection; the server
 	// notices the closed socket and ends the backend a moment later.
 	eventually(t, 5*time.Second, func() (bool, string) {

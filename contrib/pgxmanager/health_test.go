@@ -44,8 +44,8 @@ func TestHealthChecksReplaceTerminatedBackends(t *testing.T) {
 
 	eventually(t, 5*time.Second, func() (bool, string) {
 		s := p.Stats()
-		return s.ClosedHealthCheck == n && s.Idle == n && s.Closing == 0,
-			fmt.Sprintf("%d closed by health checks, %d idle", s.ClosedHealthCheck, s.Idle)
+		return s.ClosedBy[pool.CloseHealthCheck] == n && s.Idle == n && s.Closing == 0,
+			fmt.Sprintf("%d closed by health checks, %d idle", s.ClosedBy[pool.CloseHealthCheck], s.Idle)
 	})
 	var ls []pool.Lease[*pgx.Conn]
 	for range n {
@@ -59,5 +59,5 @@ func TestHealthChecksReplaceTerminatedBackends(t *testing.T) {
 	for _, l := range ls {
 		l.Release()
 	}
-	require.Zero(t, p.Stats().ClosedRecycle, "the health checks, not the acquires, found them")
+	require.Zero(t, p.Stats().ClosedBy[pool.CloseRecycle], "the health checks, not the acquires, found them")
 }

@@ -26,12 +26,12 @@
 //	poolkit.pool.connection.connecting                       UpDownCounter {connection}
 //	poolkit.pool.connection.closing                          UpDownCounter {connection}: waiting for or in Manager.Close
 //	poolkit.pool.acquires                                    Counter {acquire}
-//	poolkit.pool.claims{poolkit.pool.claim.via}              Counter {connection}: via local, exchange, steal or handoff
+//	poolkit.pool.handoffs                                    Counter {connection}: handed straight to a waiter
 //	poolkit.pool.connects                                    Counter {connect}: Manager.Connect attempts
 //	poolkit.pool.connect.errors                              Counter {error}
 //	poolkit.pool.connection.created                          Counter {connection}
 //	poolkit.pool.connection.detached                         Counter {connection}
-//	poolkit.pool.connection.closed{poolkit.pool.close.reason} Counter {connection}: lifetime, idle, uses, recycle, destroy, reset, release_check, shrink, pool_closed, max_idle or health_check
+//	poolkit.pool.connection.closed{poolkit.pool.close.reason} Counter {connection}: a pool.CloseReason's String (lifetime, idle, uses, recycle, destroy, reset, release_check, shrink, pool_closed, max_idle, health_check)
 //	poolkit.pool.waits                                       Counter {wait}: acquires that waited in line
 //	poolkit.pool.wait.time                                   Counter s: time spent waiting in line
 //	poolkit.pool.cancels                                     Counter {cancellation}: waits or connects ended by a cancellation
@@ -171,6 +171,15 @@ func newObserver[S any](nameKey attribute.Key, opt Options) (*observer[S], error
 
 func i64(v uint64) int64 { return int64(v) }
 
+// closeReasons is one point per pool.CloseReason, named by its String.
+func closeReasons() []point[pool.Stats] {
+	var v []point[pool.Stats]
+	for r := pool.CloseReason(1); r < pool.NumCloseReasons; r++ {
+		v = append(v, point[pool.Stats]{r.String(), func(s *pool.Stats) int64 { return i64(s.ClosedBy[r]) }})
+	}
+	return v
+}
+
 // ObservePool registers, on meter, asynchronous instruments that report
 // p's statistics at each collection (see the package doc for the metrics).
 // It returns an error if opt.Name is empty or an instrument cannot be made.
@@ -198,13 +207,8 @@ func ObservePool(meter metric.Meter, p PoolStatser, opt Options) (metric.Registr
 			value: func(s *pool.Stats) int64 { return int64(s.Closing) }},
 		{name: "poolkit.pool.acquires", unit: "{acquire}", counter: true, desc: "Successful Acquire and TryAcquire calls.",
 			value: func(s *pool.Stats) int64 { return i64(s.Acquires) }},
-		{name: "poolkit.pool.claims", unit: conn, counter: true, desc: "Idle connections claimed, by where they were found.",
-			attr: "poolkit.pool.claim.via", points: []point[pool.Stats]{
-				{"local", func(s *pool.Stats) int64 { return i64(s.LocalHits) }},
-				{"exchange", func(s *pool.Stats) int64 { return i64(s.ExchangeHits) }},
-				{"steal", func(s *pool.Stats) int64 { return i64(s.Steals) }},
-				{"handoff", func(s *pool.Stats) int64 { return i64(s.HandOffs) }},
-			}},
+		{name: "poolkit.pool.handoffs", unit: conn, counter: true, desc: "Connections handed straight from a release to a waiting Acquire.",
+			value: func(s *pool.Stats) int64 { return i64(s.HandOffs) }},
 		{name: "poolkit.pool.connects", unit: "{connect}", counter: true, desc: "Manager.Connect attempts.",
 			value: func(s *pool.Stats) int64 { return i64(s.Connects) }},
 		{name: "poolkit.pool.connect.errors", unit: "{error}", counter: true, desc: "Manager.Connect attempts that failed.",
@@ -214,19 +218,7 @@ func ObservePool(meter metric.Meter, p PoolStatser, opt Options) (metric.Registr
 		{name: "poolkit.pool.connection.detached", unit: conn, counter: true, desc: "Connections taken out of the pool by Lease.Detach.",
 			value: func(s *pool.Stats) int64 { return i64(s.Detached) }},
 		{name: "poolkit.pool.connection.closed", unit: conn, counter: true, desc: "Connections closed (Manager.Close returned), by reason.",
-			attr: "poolkit.pool.close.reason", points: []point[pool.Stats]{
-				{"lifetime", func(s *pool.Stats) int64 { return i64(s.ClosedLifetime) }},
-				{"idle", func(s *pool.Stats) int64 { return i64(s.ClosedIdle) }},
-				{"uses", func(s *pool.Stats) int64 { return i64(s.ClosedUses) }},
-				{"recycle", func(s *pool.Stats) int64 { return i64(s.ClosedRecycle) }},
-				{"destroy", func(s *pool.Stats) int64 { return i64(s.ClosedDestroy) }},
-				{"reset", func(s *pool.Stats) int64 { return i64(s.ClosedReset) }},
-				{"release_check", func(s *pool.Stats) int64 { return i64(s.ClosedReleaseCheck) }},
-				{"shrink", func(s *pool.Stats) int64 { return i64(s.ClosedShrink) }},
-				{"pool_closed", func(s *pool.Stats) int64 { return i64(s.ClosedPool) }},
-				{"max_idle", func(s *pool.Stats) int64 { return i64(s.ClosedMaxIdle) }},
-				{"health_check", func(s *pool.Stats) int64 { return i64(s.ClosedHealthCheck) }},
-			}},
+			attr: "poolkit.pool.close.reason", points: closeReasons()},
 		{name: "poolkit.pool.waits", unit: "{wait}", counter: true, desc: "Acquire calls that waited in line.",
 			value: func(s *pool.Stats) int64 { return i64(s.Waits) }},
 		{name: "poolkit.pool.cancels", unit: "{cancellation}", counter: true, desc: "Waits or connects ended by a cancellation.",

@@ -18,12 +18,12 @@
 //	poolkit_pool_max_connections                   gauge: MaxSize
 //	poolkit_pool_pending_acquires                  gauge: Acquire calls waiting in line
 //	poolkit_pool_acquires_total                    counter
-//	poolkit_pool_claims_total{via}                 counter: objects claimed via local, exchange, steal or handoff
+//	poolkit_pool_handoffs_total                    counter: connections handed straight to a waiter
 //	poolkit_pool_connects_total                    counter: Manager.Connect attempts
 //	poolkit_pool_connect_errors_total              counter
 //	poolkit_pool_connections_created_total         counter
 //	poolkit_pool_connections_detached_total        counter
-//	poolkit_pool_connections_closed_total{reason}  counter: reason is lifetime, idle, uses, recycle, destroy, reset, release_check, shrink, pool_closed, max_idle or health_check
+//	poolkit_pool_connections_closed_total{reason}  counter: reason is a pool.CloseReason's String (lifetime, idle, uses, recycle, destroy, reset, release_check, shrink, pool_closed, max_idle, health_check)
 //	poolkit_pool_waits_total                       counter: acquires that waited in line
 //	poolkit_pool_wait_seconds_total                counter: time spent waiting
 //	poolkit_pool_timeouts_total                    counter: waits or connects ended by a deadline
@@ -206,6 +206,15 @@ func NewPoolCollector(p PoolStatser, o Options) prometheus.Collector {
 	}
 }
 
+// closeReasons is one series per pool.CloseReason, labelled with its name.
+func closeReasons() []labelled[pool.Stats] {
+	var v []labelled[pool.Stats]
+	for r := pool.CloseReason(1); r < pool.NumCloseReasons; r++ {
+		v = append(v, labelled[pool.Stats]{r.String(), func(s *pool.Stats) float64 { return u(s.ClosedBy[r]) }})
+	}
+	return v
+}
+
 func newPoolSeries(p PoolStatser, o Options) *collector[pool.Stats] {
 	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
 	return newCollector(p.Stats, "pool", o, []family[pool.Stats]{
@@ -222,13 +231,8 @@ func newPoolSeries(p PoolStatser, o Options) *collector[pool.Stats] {
 			typ: gauge, value: func(s *pool.Stats) float64 { return float64(s.Waiting) }},
 		{name: "acquires_total", help: "Successful Acquire and TryAcquire calls.",
 			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Acquires) }},
-		{name: "claims_total", help: "Idle connections claimed, by where they were found: the caller's per-P stack (local), the exchange, a scan of every connection (steal), or handed straight to a waiter (handoff).",
-			typ: counter, label: "via", values: []labelled[pool.Stats]{
-				{"local", func(s *pool.Stats) float64 { return u(s.LocalHits) }},
-				{"exchange", func(s *pool.Stats) float64 { return u(s.ExchangeHits) }},
-				{"steal", func(s *pool.Stats) float64 { return u(s.Steals) }},
-				{"handoff", func(s *pool.Stats) float64 { return u(s.HandOffs) }},
-			}},
+		{name: "handoffs_total", help: "Connections handed straight from a release to a waiting Acquire.",
+			typ: counter, value: func(s *pool.Stats) float64 { return u(s.HandOffs) }},
 		{name: "connects_total", help: "Manager.Connect attempts.",
 			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Connects) }},
 		{name: "connect_errors_total", help: "Manager.Connect attempts that failed.",
@@ -238,19 +242,7 @@ func newPoolSeries(p PoolStatser, o Options) *collector[pool.Stats] {
 		{name: "connections_detached_total", help: "Connections taken out of the pool by Lease.Detach.",
 			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Detached) }},
 		{name: "connections_closed_total", help: "Connections closed (Manager.Close returned), by reason.",
-			typ: counter, label: "reason", values: []labelled[pool.Stats]{
-				{"lifetime", func(s *pool.Stats) float64 { return u(s.ClosedLifetime) }},
-				{"idle", func(s *pool.Stats) float64 { return u(s.ClosedIdle) }},
-				{"uses", func(s *pool.Stats) float64 { return u(s.ClosedUses) }},
-				{"recycle", func(s *pool.Stats) float64 { return u(s.ClosedRecycle) }},
-				{"destroy", func(s *pool.Stats) float64 { return u(s.ClosedDestroy) }},
-				{"reset", func(s *pool.Stats) float64 { return u(s.ClosedReset) }},
-				{"release_check", func(s *pool.Stats) float64 { return u(s.ClosedReleaseCheck) }},
-				{"shrink", func(s *pool.Stats) float64 { return u(s.ClosedShrink) }},
-				{"pool_closed", func(s *pool.Stats) float64 { return u(s.ClosedPool) }},
-				{"max_idle", func(s *pool.Stats) float64 { return u(s.ClosedMaxIdle) }},
-				{"health_check", func(s *pool.Stats) float64 { return u(s.ClosedHealthCheck) }},
-			}},
+			typ: counter, label: "reason", values: closeReasons()},
 		{name: "waits_total", help: "Acquire calls that waited in line.",
 			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Waits) }},
 		{name: "wait_seconds_total", help: "Time Acquire calls spent waiting in line.",

@@ -142,7 +142,7 @@ func TestClientRunsCommandsOnRedis(t *testing.T) {
 	// goroutines: wait until none is in flight.
 	require.Eventually(t, func() bool { return c.Stats().Closing == 0 }, 10*time.Second, time.Millisecond)
 	s := c.Stats()
-	require.Zero(t, s.ClosedDestroy, "no connection was destroyed")
+	require.Zero(t, s.ClosedBy[pool.CloseDestroy], "no connection was destroyed")
 	require.Zero(t, c.Retries())
 	require.NoError(t, c.Close(ctx))
 	a.waitGone(name)
@@ -268,7 +268,7 @@ func TestClientSurvivesServerSideKills(t *testing.T) {
 	require.Eventually(t, func() bool { return c.Stats().Closing == 0 }, 10*time.Second, time.Millisecond)
 	s := c.Stats()
 	t.Logf("rounds=%d (3 commands each) killRounds=%d killed=%d retries=%d failed=%d samples=%d maxSeen=%d created=%d closedRecycle=%d closedDestroy=%d",
-		rounds.Load(), killRounds, killed, c.Retries(), failed.Load(), samples.Load(), maxSeen.Load(), s.Created, s.ClosedRecycle, s.ClosedDestroy)
+		rounds.Load(), killRounds, killed, c.Retries(), failed.Load(), samples.Load(), maxSeen.Load(), s.Created, s.ClosedBy[pool.CloseRecycle], s.ClosedBy[pool.CloseDestroy])
 
 	require.LessOrEqual(t, maxSeen.Load(), int64(maxSize), "the server saw more of the test's connections than MaxSize")
 	require.Positive(t, killRounds, "no connection to kill was ever seen")
@@ -279,7 +279,7 @@ func TestClientSurvivesServerSideKills(t *testing.T) {
 	attemptsFailed := int64(c.Retries()) + failed.Load()
 	require.LessOrEqual(t, attemptsFailed, int64(killed), "more failed attempts than killed connections")
 	require.LessOrEqual(t, 2*failed.Load(), attemptsFailed, "a command failed without its retry")
-	require.EqualValues(t, attemptsFailed, s.ClosedDestroy, "the client destroys exactly the connections that broke")
+	require.EqualValues(t, attemptsFailed, s.ClosedBy[pool.CloseDestroy], "the client destroys exactly the connections that broke")
 
 	n, _, err := c.Get(cmdCtx, counter)
 	require.NoError(t, err)
