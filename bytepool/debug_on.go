@@ -1,4 +1,4 @@
-//go:build poolkitdebug
+//go:build poolkit_debug
 
 package bytepool
 

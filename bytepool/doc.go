@@ -32,7 +32,7 @@
 // # Debug builds
 //
 // Put accepts any slice, including slices the pool never gave out. Built with
-// the tag poolkitdebug, a second Put of the same buffer before a Get handed it
+// the tag poolkit_debug, a second Put of the same buffer before a Get handed it
 // out again panics with a "bytepool: " message; the check keeps a table keyed
 // by the address of each filed buffer, under a mutex, and is not compiled
 // into other builds.

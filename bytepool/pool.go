@@ -125,7 +125,7 @@ type Pool struct {
 type hotClass struct {
 	size int // the class size: of every buffer local holds
 	// local is class.local, or nil when every Get and Put must take the
-	// long way (ZeroOnPut, or the poolkitdebug table), so that the fast
+	// long way (ZeroOnPut, or the poolkit_debug table), so that the fast
 	// path tests one field, not three.
 	local atomic.Pointer[shard.Local[unsafe.Pointer]]
 }

@@ -41,7 +41,7 @@ func (p *Pool[T]) maintain() {
 	tk := time.NewTicker(p.tick)
 	defer tk.Stop()
 	timed := p.cfg.MaxIdleTime > 0 || p.cfg.MaxLifetime > 0
-	p.warm()
+	p.topUpMinIdle()
 	for ticks := 1; ; ticks++ {
 		poked := false
 		select {
@@ -61,7 +61,7 @@ func (p *Pool[T]) maintain() {
 		if p.cfg.HealthCheckPeriod > 0 {
 			p.healthTick()
 		}
-		p.warm()
+		p.topUpMinIdle()
 	}
 }
 
@@ -118,10 +118,10 @@ func (p *Pool[T]) reap() {
 	})
 }
 
-// warm starts background connects while fewer than MinIdle objects are idle
+// topUpMinIdle starts background connects while fewer than MinIdle objects are idle
 // (within MaxSize and MaxConnecting), unless connects are backing off.
 // Objects under a health check count as idle.
-func (p *Pool[T]) warm() {
+func (p *Pool[T]) topUpMinIdle() {
 	if p.cfg.MinIdle == 0 || p.backingOff() || p.state.Load()&closedBit != 0 {
 		return
 	}
