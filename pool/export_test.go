@@ -59,3 +59,6 @@ func (p *Pool[T]) EntrySpans() [][2]uintptr {
 	}
 	return out
 }
+
+// CheckSlotCounts is the slot counters' run-time check (slots.go).
+var CheckSlotCounts = checkSlotCounts

@@ -1,5 +1,7 @@
 package pool
 
+import "fmt"
+
 // Slot accounting.
 //
 // A slot is one unit of MaxSize: an object being connected, idle, leased, or
@@ -24,6 +26,10 @@ package pool
 // Every transition that lowers live is followed by afterFree, which offers
 // the room to the oldest waiter or, once the pool is closed, lets Close
 // finish.
+//
+// Every transition that lowers a counter checks, under smu, that none went
+// below zero (checkSlotCounts): a negative count is a bug in this file's
+// callers, and carrying on would break MaxSize for good.
 
 // reserve takes a slot under maxSize for a connect; the slot counts as
 // connecting from now on. It refuses once the pool is closed: it raises live,
@@ -56,6 +62,7 @@ func (p *Pool[T]) unreserve() {
 	p.smu.Lock()
 	p.connecting.Add(-1)
 	p.live.Add(-1)
+	p.checkSlots()
 	p.smu.Unlock()
 }
 
@@ -65,6 +72,7 @@ func (p *Pool[T]) connected() uint64 {
 	p.smu.Lock()
 	p.connecting.Add(-1)
 	id := p.counters.created.Add(1)
+	p.checkSlots()
 	p.smu.Unlock()
 	return id
 }
@@ -113,6 +121,7 @@ func (p *Pool[T]) closed(r int) {
 	p.counters.closed[r].Add(1)
 	p.closing.Add(-1)
 	p.live.Add(-1)
+	p.checkSlots()
 	p.smu.Unlock()
 	p.afterFree()
 }
@@ -123,6 +132,7 @@ func (p *Pool[T]) detached() {
 	p.smu.Lock()
 	p.counters.detached.Add(1)
 	p.live.Add(-1)
+	p.checkSlots()
 	p.smu.Unlock()
 	p.afterFree()
 }
@@ -138,6 +148,19 @@ func (p *Pool[T]) afterFree() {
 	}
 	if s&waiterMask != 0 {
 		p.dispatch()
+	}
+}
+
+// checkSlots panics if a slot counter went below zero. The caller holds smu
+// and has just lowered one.
+func (p *Pool[T]) checkSlots() {
+	checkSlotCounts(p.live.Load(), p.connecting.Load(), p.closing.Load())
+}
+
+// checkSlotCounts panics, naming every count, if any of them is negative.
+func checkSlotCounts(live, connecting, closing int64) {
+	if live < 0 || connecting < 0 || closing < 0 {
+		panic(fmt.Sprintf("pool: internal error: negative slot count: live=%d connecting=%d closing=%d", live, connecting, closing))
 	}
 }
 
