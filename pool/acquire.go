@@ -6,25 +6,31 @@ import (
 	"github.com/poolkit/poolkit/internal/shard"
 )
 
-// Acquire returns a lease on an object: an idle one if there is one (found
-// through this P's stack, then the exchange, then a scan of every live
-// object, which reaches those idle on other Ps' stacks), else a new one if the
-// pool is below MaxSize, else one released to it while it waits in FIFO
-// order. Every object handed out passes the expiry checks and, if used
-// before, Manager.Recycle under ctx.
+// Acquire returns a lease on an object: an idle one if there is one, else a
+// new one if the pool is below [Config.MaxSize], else one released to it
+// while it waits, in FIFO order behind earlier waiters. Every object handed
+// out passes the expiry checks and, if it was used before,
+// [manager.Manager.Recycle] under ctx.
 //
-// An Acquire whose ctx has already ended returns its error at once and hands
-// out nothing; so does one whose ctx ends while it waits or connects, even
-// if an object arrives at that same moment (the object goes to the next
-// waiter or back to the pool). A Recycle that fails while ctx has ended is
-// taken as the caller's cancellation, not the object's fault: the object
-// stays in the pool. Deadlines (ctx's, or Config.AcquireTimeout, which bounds
-// the whole Acquire across every retry) end it with an error matching
-// ErrTimeout and context.DeadlineExceeded; a cancellation, context.Canceled;
-// both keep context.Cause. A connect error is returned wrapped (a connect
-// that ran past Config.ConnectTimeout matches ErrTimeout). After Close,
-// Acquire returns ErrClosed, and only that. A nil ctx panics.
+// An Acquire whose ctx has already ended returns its error and hands out
+// nothing; so does one whose ctx ends while it waits or connects, even if an
+// object arrives at that same moment (the object goes to the next waiter or
+// back to the pool). A Recycle that fails while ctx has ended is taken as the
+// caller's cancellation, not the object's fault: the object stays in the
+// pool (unless the error matches [manager.ErrBroken]). Deadlines (ctx's, or
+// [Config.AcquireTimeout], which bounds the whole Acquire across every retry)
+// end it with an error matching [ErrTimeout] and
+// [context.DeadlineExceeded]; a cancellation, [context.Canceled]; both keep
+// [context.Cause]. A connect error is returned wrapped (a connect that ran
+// past [Config.ConnectTimeout] matches ErrTimeout). After [Pool.Close],
+// Acquire returns [ErrClosed], and only that. A nil ctx panics.
 func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
+	// The search, in order: this P's stack of hints (the fast path below),
+	// then the exchange, then a scan of every live object, which reaches
+	// those idle on other Ps' stacks (take, on the slow path); then a
+	// connect within MaxSize, else the FIFO queue (block). The fast path
+	// reads ctx once (ctx.Err, never ctx.Done) and the clock as one load;
+	// see docs/DESIGN.md, Acquire.
 	if ctx == nil {
 		panic("pool: Acquire: nil Context")
 	}

@@ -6,28 +6,28 @@ import (
 	"github.com/poolkit/poolkit/internal/shard"
 )
 
-// Release returns the object to the pool. The object must not be used
-// afterwards. It is closed instead if it fails the expiry checks or the
-// manager's ReleaseChecker, or if the pool is closed or over its MaxSize.
-//
-// The fast path (no ReleaseChecker, no waiter, not closed or shrinking, the
-// entry already stamped with this clock tick) ends the lease and publishes
-// the object with a single compare-and-swap, and writes nothing to the
-// entry before it: the loser of two concurrent Releases (a data race of the
-// caller's) has then only read the entry. Every other path (put) ends the
-// lease first and then works on an object it holds; the one extra
-// read-modify-write that costs falls on the clock-tick case once per tick per
-// object, on every release of a pool with a hook (Observer, LeakThreshold,
-// MaxIdle, a ReleaseChecker), and when waiters exist. Every path ends the lease
-// with one compare-and-swap, so that of two concurrent Releases of one lease
-// exactly one proceeds and the other panics.
-//
-// About one release in 1024 of each object yields the processor
-// (runtime.Gosched) once the object is back in the pool, so that goroutines
-// acquiring and releasing in a loop do not keep the pool's objects from the
-// goroutines that wait for a processor, each for its whole time slice
-// (decision 0008).
+// Release returns the object to the pool. The lease, and every copy of it,
+// must not be used afterwards: a later use panics, and of two concurrent
+// Releases of one lease exactly one returns the object and the other panics.
+// The object is closed instead if it fails the expiry checks or the
+// manager's [manager.ReleaseChecker], or if the pool is closed or over its
+// MaxSize (after [Pool.SetMaxSize] shrank it). About one release in 1024 of
+// each object yields the processor ([runtime.Gosched]) once the object is
+// back in the pool, so that goroutines that acquire and release in a loop
+// take turns with those waiting for a processor.
 func (l Lease[T]) Release() {
+	// The fast path (no hook, no waiter, not closed or shrinking, the entry
+	// already stamped with this clock tick) ends the lease and publishes the
+	// object with a single compare-and-swap, and writes nothing to the
+	// entry before it: the loser of two concurrent Releases (a data race of
+	// the caller's) has then only read the entry. Every other path (put)
+	// ends the lease first and then works on an object it holds; the one
+	// extra read-modify-write that costs falls on the clock-tick case once
+	// per tick per object, on every release of a pool with a hook
+	// (Observer, LeakThreshold, MaxIdle, a ReleaseChecker), and when waiters
+	// exist. Both end the lease with one compare-and-swap, which decides
+	// between concurrent Releases. The yield comes after the object is back
+	// (yieldDue; decision 0008).
 	e := l.live()
 	p := e.p
 	due := yieldDue(l.gen)
