@@ -22,6 +22,12 @@ import (
 // figures are in docs/BENCHMARKS.md); a pool without one pays nothing. Its
 // methods must not panic: a panic in AcquireEnd after a successful Acquire
 // loses the lease, and with it a slot, for good.
+//
+// Methods will be added to Observer as the pool reports new events. An
+// implementation must therefore embed [NopObserver], and override the
+// methods it needs: it then keeps compiling when a method is added, and
+// ignores the new event until it overrides that method too. The stock
+// observers ([NewSlogObserver], and contrib/poolotel's) do so.
 type Observer interface {
 	// AcquireStart is called as an Acquire or TryAcquire begins. The
 	// context it returns is used for the rest of the Acquire — Recycle,
@@ -39,8 +45,10 @@ type Observer interface {
 	Leak(ctx context.Context, ev LeakEvent)
 }
 
-// NopObserver is an Observer that does nothing: embed it to implement only
-// some of the methods.
+// NopObserver is an Observer that does nothing. Every implementation of
+// [Observer] embeds it (see there): it supplies the methods the
+// implementation does not override, those added to Observer later included.
+// AcquireStart returns its context unchanged.
 type NopObserver struct{}
 
 func (NopObserver) AcquireStart(ctx context.Context) context.Context { return ctx }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -18,13 +19,14 @@ import (
 
 // recorder is an Observer that keeps every event.
 type recorder struct {
-	mu       sync.Mutex
-	acquires []pool.AcquireEvent
-	connects []pool.ConnectEvent
-	closes   []pool.CloseEvent
-	leaks    chan pool.LeakEvent
-	starts   int
-	ctxKey   any // AcquireStart adds ctxKey → "span" to the context
+	pool.NopObserver // as every Observer does (see Observer)
+	mu               sync.Mutex
+	acquires         []pool.AcquireEvent
+	connects         []pool.ConnectEvent
+	closes           []pool.CloseEvent
+	leaks            chan pool.LeakEvent
+	starts           int
+	ctxKey           any // AcquireStart adds ctxKey → "span" to the context
 }
 
 func newRecorder() *recorder {
@@ -445,3 +447,19 @@ func TestSlogObserverLevels(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// The stock Observer follows the rule on Observer: it embeds NopObserver, so
+// that it keeps compiling, and ignores the event, when a method is added.
+func TestSlogObserverEmbedsNopObserver(t *testing.T) {
+	requireEmbedsNopObserver(t, pool.NewSlogObserver(nil, 0))
+}
+
+func requireEmbedsNopObserver(t *testing.T, o pool.Observer) {
+	t.Helper()
+	typ := reflect.TypeOf(o)
+	if typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
+	f, ok := typ.FieldByName("NopObserver")
+	require.True(t, ok && f.Anonymous && f.Type == reflect.TypeFor[pool.NopObserver](), "%v does not embed pool.NopObserver", typ)
+}

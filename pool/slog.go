@@ -27,11 +27,10 @@ func NewSlogObserver(l *slog.Logger, slowAcquire time.Duration) Observer {
 }
 
 type slogObserver struct {
-	l    *slog.Logger
-	slow time.Duration
+	NopObserver // for the methods it does not override (see Observer)
+	l           *slog.Logger
+	slow        time.Duration
 }
-
-func (o slogObserver) AcquireStart(ctx context.Context) context.Context { return ctx }
 
 func (o slogObserver) AcquireEnd(ctx context.Context, ev AcquireEvent) {
 	switch {

@@ -1,13 +1,13 @@
 package shard
 
-import "github.com/poolkit/poolkit/internal/shard"
+import ishard "github.com/poolkit/poolkit/internal/shard"
 
 // MaxDepth bounds the depth of one per-P stack and the size of one spill.
 const MaxDepth = 1 << 12
 
 // The implementation checks its own bound: the two must agree (a constant
 // index other than 0 does not compile).
-var _ = [1]struct{}{}[MaxDepth-shard.MaxDepth]
+var _ = [1]struct{}{}[MaxDepth-ishard.MaxDepth]
 
 // Local is owner-only per-P storage: one LIFO stack of at most Depth values
 // per P, and, if made by NewLocalSpill, a spill behind each stack. See the
@@ -16,7 +16,7 @@ var _ = [1]struct{}{}[MaxDepth-shard.MaxDepth]
 // Local is safe for concurrent use. A Push synchronizes before the Pop that
 // returns its value. A Local must not be copied after first use.
 type Local[T any] struct {
-	l shard.Local[T]
+	l ishard.Local[T]
 }
 
 // Stats are cumulative counters of a Local, summed over every P.

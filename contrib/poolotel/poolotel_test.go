@@ -3,6 +3,7 @@ package poolotel_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"runtime"
 	"testing"
 	"time"
@@ -216,4 +217,16 @@ func TestObserverRecordsWaitAndCreateTimes(t *testing.T) {
 		"db.client.connection.create_time":                   1,
 		"db.client.connection.create_time error.type=_OTHER": 1,
 	}, counts)
+}
+
+// NewObserver's Observer follows the rule on pool.Observer: it embeds
+// pool.NopObserver, so that it keeps compiling, and ignores the event, when
+// a method is added.
+func TestObserverEmbedsNopObserver(t *testing.T) {
+	_, mp := newReader(t)
+	obs, err := poolotel.NewObserver(mp.Meter("test"), poolotel.Options{Name: "db"})
+	require.NoError(t, err)
+	typ := reflect.TypeOf(obs).Elem()
+	f, ok := typ.FieldByName("NopObserver")
+	require.True(t, ok && f.Anonymous && f.Type == reflect.TypeFor[pool.NopObserver](), "%v does not embed pool.NopObserver", typ)
 }

@@ -11,35 +11,20 @@ import (
 	"github.com/poolkit/poolkit/internal/nocopy"
 )
 
-// MaxDepth bounds the depth of one per-P stack.
+// MaxDepth is [github.com/poolkit/poolkit/shard.MaxDepth].
 const MaxDepth = 1 << 12
 
-// Local is owner-only per-P storage: one LIFO stack of at most Depth values per
-// P. Push and Pop touch only the calling P's stack, while pinned, with no atomic
-// read-modify-write (in the default build). A value pushed on one P's stack
-// cannot be popped on another: a goroutine that migrates between its Push and
-// Pop misses.
+// Local implements [github.com/poolkit/poolkit/shard.Local]; see its documentation.
 //
-// A Local made by NewLocalSpill has a second tier per P, the spill, behind
-// each stack: a Push on a full stack moves the stack's oldest half there,
-// and a Pop that finds its stack empty refills it from its own spill, then
-// steals from the other Ps' spills. What sits in a spill is within every P's reach.
+// Beyond the public operations, Pop and Push come as their steps, for a
+// caller that wants them inlined into its own fast path (bytepool does):
+// Enter, Local.Stack, Stack.Pop or Stack.Push, then PopSpill or PushSpill
+// when the stack missed, then Exit; and Pop or Push after Exit when
+// Local.Stack returned nil.
 //
-// Pop and Push are also available as their steps, for a caller that wants
-// them inlined into its own fast path (bytepool does): Enter, Local.Stack,
-// Stack.Pop or Stack.Push, then PopSpill or PushSpill when the stack missed,
-// then Exit; and Pop or Push after Exit when Local.Stack returned nil.
-//
-// Local is safe for concurrent use. A Push synchronizes before the Pop that
-// returns its value (in the default build, through the stack, because both
-// run on the same P, which executes one goroutine at a time; through a spill,
-// by its atomic operations).
-//
-// Retire empties every stack and spill at once by publishing fresh ones;
-// values left in the old ones go to the drop function given to NewLocal, if
-// any, from a cleanup that runs once no goroutine can still be using them.
-//
-// A Local must not be copied after first use.
+// A Push synchronizes before the Pop that returns its value: in the default
+// build through the stack, because both run on the same P, which executes
+// one goroutine at a time; through a spill, by its atomic operations.
 type Local[T any] struct {
 	_ nocopy.NoCopy
 	// procs and stacks describe the current table for Local.Stack and the
@@ -107,22 +92,12 @@ type spillHead struct {
 	_ word          // steals
 }
 
-// NewLocal returns a Local with stacks of the given depth. drop, if not nil, is
-// called for each value still held by stacks (and spills) that Retire (or a
-// GOMAXPROCS increase) discarded; it runs on a runtime cleanup goroutine and
-// must not block for long. NewLocal panics if depth is outside [1, MaxDepth].
+// NewLocal is [github.com/poolkit/poolkit/shard.NewLocal].
 func NewLocal[T any](depth int, drop func(T)) *Local[T] {
 	return NewLocalSpill(depth, 0, drop)
 }
 
-// NewLocalSpill is NewLocal with a second tier per P, the spill, of spill
-// cells (rounded up to a power of two; 0 for none). A Push that finds its P's
-// stack full moves the oldest half of the stack to that P's spill, oldest
-// first, and puts its value on the stack; a Pop that finds the stack empty
-// refills it with up to half a stack of the spill's newest values, and if
-// the spill is empty too, takes the oldest value of another P's spill. So Pop returns a P's values
-// newest first across both tiers, and, unlike the stacks, what sits in a
-// spill is within reach of every P.
+// NewLocalSpill is [github.com/poolkit/poolkit/shard.NewLocalSpill].
 //
 // Cost: a Push on a full stack is one atomic add for the whole move, a Pop
 // on an empty stack one compare-and-swap for the whole refill (so, when the
@@ -133,8 +108,6 @@ func NewLocal[T any](depth int, drop func(T)) *Local[T] {
 // same pinned section as the stack. A Pop that misses its own P reads each
 // other P's head/tail line once. The stack in front keeps its cost: a Push
 // or Pop that the stack serves never touches a spill.
-// NewLocalSpill panics if depth is outside [1, MaxDepth] or spill outside
-// [0, MaxDepth].
 func NewLocalSpill[T any](depth, spill int, drop func(T)) *Local[T] {
 	l := new(Local[T])
 	l.Init(depth, spill, drop)
@@ -184,15 +157,14 @@ func (l *Local[T]) newTable(n int) *localTable[T] {
 	return t
 }
 
-// Depth returns the capacity of one per-P stack.
+// Depth is [github.com/poolkit/poolkit/shard.Local.Depth].
 func (l *Local[T]) Depth() int { return l.depth }
 
-// Procs returns the number of per-P stacks (and spills) in the current table:
-// GOMAXPROCS when it was made or last grew. Capacity is
-// (Depth + Spill) × Procs.
+// Procs is [github.com/poolkit/poolkit/shard.Local.Procs]: the stacks (and spills) of the current
+// table.
 func (l *Local[T]) Procs() int { return len(l.cur.Load().shards) }
 
-// Spill returns the capacity of one P's spill (0 without a spill tier).
+// Spill is [github.com/poolkit/poolkit/shard.Local.Spill].
 func (l *Local[T]) Spill() int { return l.spill }
 
 // Stack returns the stack of P pid, for a caller between Enter and Exit
@@ -245,9 +217,8 @@ func (l *Local[T]) PopSpill(s *Stack[T]) (v T, ok bool) {
 	return v, ok
 }
 
-// Push puts v on the calling P's stack; if the stack is full, it first moves
-// the stack's oldest half to that P's spill. It returns false, keeping
-// nothing, if both are full (the stack alone, without a spill tier).
+// Push is [github.com/poolkit/poolkit/shard.Local.Push]: the steps Enter, Local.Stack, Stack.Push,
+// PushSpill and Exit, or pushSlow where Enter gives no stack.
 func (l *Local[T]) Push(v T) bool {
 	s := l.Stack(Enter())
 	if s == nil {
@@ -274,10 +245,8 @@ func (l *Local[T]) pushSlow(v T) bool {
 	return ok
 }
 
-// Pop takes the value most recently pushed on the calling P's stack; if the
-// stack is empty, the newest value of that P's spill (refilling the stack
-// from it), then the oldest value of another P's spill. It returns false if
-// all of those are empty. Pop zeroes the slots and cells it empties.
+// Pop is [github.com/poolkit/poolkit/shard.Local.Pop]: the steps Enter, Local.Stack, Stack.Pop,
+// PopSpill and Exit, or popSlow where Enter gives no stack.
 func (l *Local[T]) Pop() (v T, ok bool) {
 	s := l.Stack(Enter())
 	if s == nil {
@@ -455,15 +424,13 @@ func (l *Local[T]) popSpill(s *Stack[T]) (v T, ok bool) {
 	return v, false
 }
 
-// Stats are cumulative counters of a Local, summed over every P.
+// Stats is [github.com/poolkit/poolkit/shard.Stats], which converts from it.
 type Stats struct {
-	Hits   uint64 // Pops served by the caller's own P (stack or spill)
-	Steals uint64 // Pops served by another P's spill
+	Hits, Steals uint64
 }
 
-// Len returns the number of values held, summed over every stack and spill. It
-// is approximate: each count is read without stopping its owner (see word),
-// so the sum may be off by the operations in flight. It never blocks.
+// Len is [github.com/poolkit/poolkit/shard.Local.Len]. Each count is read without stopping its owner
+// (see word).
 func (l *Local[T]) Len() int {
 	t := l.cur.Load()
 	n := 0
@@ -473,11 +440,9 @@ func (l *Local[T]) Len() int {
 	return n
 }
 
-// Stats returns the counters: Hits are Pops served by the caller's own P
-// (stack or spill), Steals Pops served by another P's spill (always 0
-// without a spill tier). Each P's counters are read without stopping it, so
-// the sums may lag by the operations in flight (see word); counts a straggler
-// makes on a table after Retire has summed it are lost.
+// Stats is [github.com/poolkit/poolkit/shard.Local.Stats]. Each P's counters are read without
+// stopping it (see word); counts a straggler makes on a table after Retire
+// has summed it are lost.
 func (l *Local[T]) Stats() Stats {
 	st := Stats{Hits: l.retiredHits.Load(), Steals: l.retiredSteals.Load()}
 	t := l.cur.Load()
@@ -488,10 +453,9 @@ func (l *Local[T]) Stats() Stats {
 	return st
 }
 
-// Retire empties every stack and spill at once: it publishes a table of fresh,
-// empty ones, so each owner's next operation starts from nothing. Values in
-// the old ones are handed to the drop function (if any) from a runtime
-// cleanup that runs after the old table becomes unreachable.
+// Retire is [github.com/poolkit/poolkit/shard.Local.Retire]: it publishes a table of fresh, empty
+// stacks, and hands the old table to a runtime cleanup that gives its values
+// to the drop function once the table is unreachable.
 //
 // Why that cleanup cannot race an owner: the cleanup runs only once a garbage
 // collection cycle has found the old table unreachable, and every operation
