@@ -8,7 +8,7 @@ package bytepool
 // while pinned to a P.
 //
 // A pool gives a buffer it lets go to its own allocator if that owns it,
-// else to the Mmap that mapped it, if any (a buffer Put into a pool other
+// else to the [Mmap] that mapped it, if any (a buffer Put into a pool other
 // than the one that allocated it); any other buffer is left to the garbage
 // collector, so a buffer from an Allocator of another kind must be Put into
 // a pool that uses that Allocator.
@@ -26,7 +26,7 @@ type Allocator interface {
 	Free(b []byte)
 }
 
-// Heap is the default Allocator: make on the Go heap. It owns nothing, so
+// Heap is the default [Allocator]: make on the Go heap. It owns nothing, so
 // dropped buffers are left to the garbage collector.
 type Heap struct{}
 

@@ -10,7 +10,7 @@ import (
 	"github.com/poolkit/poolkit/internal/shard"
 )
 
-// Defaults applied by New to the zero fields of a Config.
+// Defaults applied by New to the zero fields of a [Config].
 const (
 	// DefaultMinSize is the smallest size class: 64 bytes, a small message.
 	DefaultMinSize = 64
@@ -45,25 +45,25 @@ const (
 	maxClassSize = 1 << 30
 )
 
-// ErrInvalidConfig is matched (errors.Is) by every error New returns for a
-// bad Config; the error's message names the field.
+// ErrInvalidConfig is matched ([errors.Is]) by every error New returns for a
+// bad [Config]; the error's message names the field.
 var ErrInvalidConfig = errors.New("bytepool: invalid config")
 
 // ExchangeKind selects the shared reservoir each size class uses between the
-// per-P stacks. It is exchange.Kind: one choice, shared with pool.
+// per-P stacks. It is [exchange.Kind]: one choice, shared with pool.
 type ExchangeKind = exchange.Kind
 
 const (
-	// ExchangeRing is the lock-free bounded ring (exchange.Ring). Default.
+	// ExchangeRing is the lock-free bounded ring ([exchange.Ring]). The default.
 	ExchangeRing = exchange.KindRing
-	// ExchangeMutex is the mutex-guarded ring (exchange.Mutex).
+	// ExchangeMutex is the mutex-guarded ring ([exchange.Mutex]).
 	ExchangeMutex = exchange.KindMutex
 	// ExchangeNone switches the reservoir off: a buffer that does not fit on
 	// the calling P's stack or spill is dropped.
 	ExchangeNone = exchange.KindNone
 )
 
-// Config configures a Pool. The zero value is valid: every zero field takes
+// Config configures a [Pool]. The zero value is valid: every zero field takes
 // its default.
 type Config struct {
 	// MinSize is the smallest size class, a power of two of at least 8.

@@ -11,8 +11,8 @@ var (
 )
 
 // Default returns the package default pool, used by the package-level Get
-// and Put and by a zero Buffer. It is made on first use with the zero Config
-// (all defaults). Like every Pool it starts no goroutine: its idle trimming
+// and Put and by a zero [Buffer]. It is made on first use with the zero [Config]
+// (all defaults). Like every [Pool] it starts no goroutine: its idle trimming
 // rides on GC cycles.
 func Default() *Pool {
 	if p := defaultPool.Load(); p != nil {

@@ -2,8 +2,8 @@
 // messages to multi-MiB frames, on the same per-P fast path as poolkit's
 // object pool.
 //
-// Buffers come in size classes from Config.MinSize (default 64 B) to
-// Config.MaxSize (default 16 MiB), four per power of two (2^k × 5/4, 6/4,
+// Buffers come in size classes from [Config.MinSize] (default 64 B) to
+// [Config.MaxSize] (default 16 MiB), four per power of two (2^k × 5/4, 6/4,
 // 7/4, 8/4), so that a buffer is at most a quarter larger than asked for.
 // Each class has per-P tiers (one shard.Local: per P, an owner-only stack and
 // a spill other Ps can steal from) and one exchange (a shared bounded FIFO):
@@ -17,17 +17,17 @@
 //	b := bytepool.Get(n) // len n, cap ≥ n; contents unspecified
 //	defer bytepool.Put(b) // b must not be used afterwards
 //
-// Retention is bounded by a byte budget (Config.MaxRetained) that follows
+// Retention is bounded by a byte budget ([Config.MaxRetained]) that follows
 // demand: the classes in use grow their per-P tiers into what idle classes
-// do not use, up to Config.Depth and Config.Spill per P. Unused memory is
-// released at GC cycles without a goroutine (Config.IdleTimeout,
-// Config.IdleCycles); Pool.Trim releases it at once. Buffer is a growable
+// do not use, up to [Config.Depth] and [Config.Spill] per P. Unused memory is
+// released at GC cycles without a goroutine ([Config.IdleTimeout],
+// [Config.IdleCycles]); [Pool.Trim] releases it at once. [Buffer] is a growable
 // buffer, read and written like a bytes.Buffer, drawing from a pool.
 //
 // # Security
 //
 // A reused buffer holds what its previous holder wrote. Callers that handle
-// secrets use Pool.GetZeroed, or Config.ZeroOnPut.
+// secrets use [Pool.GetZeroed], or [Config.ZeroOnPut].
 //
 // # Debug builds
 //

@@ -10,9 +10,9 @@ import (
 	"unsafe"
 )
 
-// Mmap is an Allocator that takes each buffer from its own anonymous private
+// Mmap is an [Allocator] that takes each buffer from its own anonymous private
 // mapping (mmap), outside the Go heap, optionally locked in RAM (mlock) so it
-// is never swapped out. Make one with NewMmap. It is safe for concurrent use.
+// is never swapped out. Make one with [NewMmap]. It is safe for concurrent use.
 //
 // Trade-off: the garbage collector neither sees nor paces this memory. It is
 // not counted in the heap goal, so a pool with a large budget does not make
@@ -20,13 +20,13 @@ import (
 // either: a buffer that is never Put back stays mapped until the process
 // exits. Memory is given back to the kernel (munmap) when a pool lets a
 // buffer go: a Put dropped over the retention bound, Trim, idle trimming at
-// a GC cycle, and the runtime cleanup of a collected Pool. A mapping Put into
+// a GC cycle, and the runtime cleanup of a collected [Pool]. A mapping Put into
 // another pool, whatever that pool's allocator, is unmapped by the Mmap that
 // made it when that pool lets it go. How many bytes may stay mapped beyond
-// the pool's MaxRetained, and for how long, is said on Pool.Trim.
+// the pool's MaxRetained, and for how long, is said on [Pool.Trim].
 //
 // Every allocation costs an mmap system call and at least one page, so this
-// allocator suits large classes (Config.MinSize of 4 KiB or more); with
+// allocator suits large classes ([Config.MinSize] of 4 KiB or more); with
 // smaller classes each buffer still occupies a whole page.
 //
 // Only slices it returned, with their original first element and capacity,
@@ -52,7 +52,7 @@ type mapping struct {
 	m    *Mmap
 }
 
-// NewMmap returns an Mmap allocator; with lock set, each buffer is locked in
+// NewMmap returns an [Mmap] allocator; with lock set, each buffer is locked in
 // RAM with mlock (subject to RLIMIT_MEMLOCK: a failure is reported by
 // Allocate, and the pool then falls back to the Go heap for that buffer).
 func NewMmap(lock bool) *Mmap { return &Mmap{lock: lock} }

@@ -38,28 +38,28 @@ import (
 // of Gets reuses first what a burst of Puts returned last. Only a buffer on
 // another P's stack is out of reach.
 //
-// The byte budget Config.MaxRetained follows demand. New reserves the
+// The byte budget [Config.MaxRetained] follows demand. New reserves the
 // exchanges, within a quarter of it; the per-P tiers start with no room. A
 // Put that finds its class's tiers full grows them one step, as long as
 // the budget has room: the stacks double from 1 to Depth, then the spills
 // from Depth to Spill, so a class reaches c buffers per P within the first
 // burst that needs them, in about log2(c) + 3 steps, and the next burst
-// allocates nothing. A class that goes idle (see Config.IdleCycles) gives
+// allocates nothing. A class that goes idle (see [Config.IdleCycles]) gives
 // its room back; a class that needs room when the budget is spent takes it
 // from the classes that served no Get since the last GC cycle. Room is
 // counted for every P, (stack + spill) × GOMAXPROCS × Size per class, since
 // each P may fill its own: one P's burst can keep up to about
-// MaxRetained / GOMAXPROCS bytes. Stats.MaxRetained reports the bound as it
+// MaxRetained / GOMAXPROCS bytes. [Stats.MaxRetained] reports the bound as it
 // stands, at most MaxRetained; if GOMAXPROCS grows later (Go follows cgroup
 // CPU limits), every new P gets a stack and a spill of its class's size, so
 // the bound grows by (Depth + Spill) × Size per class and new P until the
 // class is resized. Retained memory that is not reused is released at GC
-// cycles (see Config.IdleTimeout and Config.IdleCycles) without any
+// cycles (see [Config.IdleTimeout] and Config.IdleCycles) without any
 // goroutine of the pool's own; Trim releases it at once (see Trim for the
 // little it must leave to the next GC cycles, and the bound that holds with
 // the GC off).
 //
-// The zero Pool is ready to use, with the defaults of the zero Config: on
+// The zero Pool is ready to use, with the defaults of the zero [Config]: on
 // first use it makes a Pool with New(Config{}) and forwards every call to it,
 // which costs each call a few nanoseconds that a Pool from New does not pay.
 //
@@ -183,8 +183,8 @@ type trimState struct {
 	retiredTick uint64
 }
 
-// New returns a Pool configured by cfg. It returns an error wrapping
-// ErrInvalidConfig, naming the field, iff a field is out of range.
+// New returns a [Pool] configured by cfg. It returns an error wrapping
+// [ErrInvalidConfig], naming the field, iff a field is out of range.
 func New(cfg Config) (*Pool, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -250,7 +250,7 @@ func New(cfg Config) (*Pool, error) {
 //
 // The contents of a reused buffer are unspecified: they are whatever its
 // previous holder left, up to its capacity. Use GetZeroed, or
-// Config.ZeroOnPut, where that matters. Get panics if n is negative.
+// [Config.ZeroOnPut], where that matters. Get panics if n is negative.
 func (p *Pool) Get(n int) []byte {
 	// One unsigned compare sends n <= 0 and n > maxSize to getOther.
 	if uint(n-1) >= uint(p.maxSize) {
@@ -383,7 +383,7 @@ func (p *Pool) getSlow(n int, local bool) []byte {
 // that class size; a slice whose capacity is below MinSize, or at least twice
 // MaxSize, is dropped. Slices the pool never gave out are accepted. When the
 // class is at its retention bound, b is dropped: left to the garbage
-// collector, or freed through the Allocator if it owns b.
+// collector, or freed through the [Allocator] if it owns b.
 //
 // A filed slice keeps its whole backing array alive, as any slice does, but
 // the retention bound counts only its class size: Put of a small slice of a
@@ -523,7 +523,7 @@ func release(a Allocator, b []byte) {
 // every P's spill. The other Ps' stacks (at most Depth buffers per class and
 // P), which only their owners touch, it retires: they are emptied at once
 // and their buffers released by a runtime cleanup after the next GC cycle or
-// two. Retained bytes in Stats are zero afterwards, apart from Puts that run
+// two. Retained bytes in [Stats] are zero afterwards, apart from Puts that run
 // concurrently, and from one case: while the stacks a previous Trim retired
 // in a class still wait for their cycle, Trim leaves that class's other
 // stacks in place, so that retired stacks never pile up. Trim keeps each

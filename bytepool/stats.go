@@ -2,7 +2,7 @@ package bytepool
 
 import "github.com/poolkit/poolkit/internal/shard"
 
-// Stats is a snapshot of a Pool's counters.
+// Stats is a snapshot of a [Pool]'s counters.
 //
 // The counters of the fast path, hits on the calling P's stack or spill and
 // steals from other Ps' spills, are kept by shard.Local per P (a plain add on

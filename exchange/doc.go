@@ -31,7 +31,7 @@
 // Which to choose: the measured trade-off between [Ring] and [Mutex] on the
 // project's reference machine, and the resulting default ([KindRing]), are
 // recorded in docs/decisions/0001-exchange.md: at or below GOMAXPROCS
-// goroutines a Mutex round trip is cheaper on average, but above it a Ring's
+// goroutines a [Mutex] round trip is cheaper on average, but above it a [Ring]'s
 // tail latency is orders of magnitude lower (no goroutine waits for a
 // preempted lock holder). [Ring] answers a transient "full" or "empty"
 // while another caller is between claiming a slot and publishing it; its

@@ -7,7 +7,7 @@ import "fmt"
 type Kind int
 
 const (
-	// KindRing is the lock-free bounded ring, [Ring]. The zero Kind.
+	// KindRing is the lock-free bounded ring, [Ring]. The zero [Kind].
 	KindRing Kind = iota
 	// KindMutex is the mutex-guarded ring, [Mutex].
 	KindMutex
@@ -32,7 +32,7 @@ func (k Kind) String() string {
 func (k Kind) Valid() bool { return k >= KindRing && k <= KindNone }
 
 // New returns an exchange of kind k that holds at least capacity values
-// (capacity is ignored for KindNone). It panics, with an "exchange: " message,
+// (capacity is ignored for [KindNone]). It panics, with an "exchange: " message,
 // if k is not Valid or capacity < 1 for a bounded kind.
 func New[T any](k Kind, capacity int) Exchange[T] {
 	switch k {

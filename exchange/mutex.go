@@ -3,7 +3,7 @@ package exchange
 import "sync"
 
 // Mutex is a bounded FIFO exchange kept in a fixed-capacity circular buffer
-// guarded by a sync.Mutex. Make one with [NewMutex]; the zero value is not
+// guarded by a [sync.Mutex]. Make one with [NewMutex]; the zero value is not
 // usable. A Mutex must not be copied after first use.
 //
 // Mutex is safe for concurrent use by any number of goroutines, and every
@@ -30,7 +30,7 @@ type Mutex[T any] struct {
 	parked, unparked uint64
 }
 
-// NewMutex returns an empty Mutex that holds exactly capacity values. It
+// NewMutex returns an empty [Mutex] that holds exactly capacity values. It
 // panics if capacity < 1.
 func NewMutex[T any](capacity int) *Mutex[T] {
 	checkCapacity("NewMutex", capacity)
@@ -87,7 +87,7 @@ func (m *Mutex[T]) Len() int {
 	return n
 }
 
-// Cap returns the capacity given to NewMutex.
+// Cap returns the capacity given to [NewMutex].
 func (m *Mutex[T]) Cap() int { return len(m.buf) }
 
 // Counts returns the number of successful Parks and Unparks.

@@ -63,7 +63,7 @@ type ringSlot[T any] struct {
 	val T
 }
 
-// NewRing returns an empty Ring that holds at least capacity values: the
+// NewRing returns an empty [Ring] that holds at least capacity values: the
 // capacity is rounded up to a power of two, which Cap reports. NewRing panics
 // if capacity < 1 (or if the rounded capacity does not fit in an int).
 func NewRing[T any](capacity int) *Ring[T] {
@@ -238,14 +238,14 @@ func (r *Ring[T]) Len() int {
 	return int(n)
 }
 
-// Cap returns the ring's capacity: the capacity given to NewRing rounded up
+// Cap returns the ring's capacity: the capacity given to [NewRing] rounded up
 // to a power of two.
 func (r *Ring[T]) Cap() int { return int(r.mask + 1) }
 
 // Counts returns the number of successful Parks and Unparks: the tail and
 // head positions, which advance exactly once per successful Park (the CAS
 // that claims a position) and per successful Unpark. A Park counted here may
-// not have published its value yet (see Ring.Unpark).
+// not have published its value yet (see [Ring.Unpark]).
 func (r *Ring[T]) Counts() (parked, unparked uint64) {
 	// Head before tail, as in Len, so that unparked <= parked.
 	unparked = r.head.Load()

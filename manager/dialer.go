@@ -9,11 +9,11 @@ import (
 	"time"
 )
 
-// ErrNotReusable is matched (with errors.Is) by every error Dialer.Recycle
+// ErrNotReusable is matched (with [errors.Is]) by every error [Dialer.Recycle]
 // returns. A connection the peer has closed also matches io.EOF; one that
 // failed with a socket error also matches that error (a syscall.Errno such as
 // ECONNRESET, or net.ErrClosed for a connection already closed locally).
-// ErrNotReusable matches ErrBroken: a connection found closed or unclean is
+// [ErrNotReusable] matches [ErrBroken]: a connection found closed or unclean is
 // closed by the pool even when the acquirer's context has ended.
 var ErrNotReusable error = &brokenError{"manager: connection not reusable"}
 
@@ -26,8 +26,8 @@ func (e *brokenError) Unwrap() error { return ErrBroken }
 // errNilConn is what Recycle returns for a nil conn.
 var errNilConn = fmt.Errorf("%w: nil connection", ErrNotReusable)
 
-// Dialer is a Manager for stream sockets: TCP ("tcp", "tcp4", "tcp6") and
-// Unix ("unix"). Connect dials with a net.Dialer, Recycle checks without
+// Dialer is a [Manager] for stream sockets: TCP ("tcp", "tcp4", "tcp6") and
+// Unix ("unix"). Connect dials with a [net.Dialer], Recycle checks without
 // blocking that the connection is still open and has nothing unread, and
 // Close closes it.
 //
@@ -77,9 +77,9 @@ func (d Dialer) validate() error {
 // is invalid (see the fields), else net.Dialer.DialContext's result. A dial
 // error (a *net.OpError: errors.As finds it) is returned as is, except that a
 // dial that ran out of time, by Timeout or by ctx's deadline, returns an
-// error that always matches context.DeadlineExceeded (and is a net.Error
+// error that always matches [context.DeadlineExceeded] (and is a net.Error
 // whose Timeout is true); net reports some of these as os.ErrDeadlineExceeded
-// alone. A dial cut short by ctx's cancellation matches context.Canceled.
+// alone. A dial cut short by ctx's cancellation matches [context.Canceled].
 func (d Dialer) Connect(ctx context.Context) (net.Conn, error) {
 	if err := d.validate(); err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func (d Dialer) Connect(ctx context.Context) (net.Conn, error) {
 // Recycle reports whether conn can be handed out again, without blocking and
 // without consuming anything: on Unix it peeks at one byte of the socket with
 // MSG_PEEK|MSG_DONTWAIT. A connection with nothing to read is reusable (nil).
-// One the peer has closed returns an error matching ErrNotReusable and
+// One the peer has closed returns an error matching [ErrNotReusable] and
 // io.EOF; one with unread bytes (a reply nobody read: the protocol is out of
 // step) or a socket error (reset by the peer, closed locally) returns an
 // error matching ErrNotReusable. ctx and m are not consulted.

@@ -8,7 +8,7 @@ import (
 // errNoConnectFunc is what Funcs.Connect returns when ConnectFunc is nil.
 var errNoConnectFunc = errors.New("manager: Funcs.ConnectFunc is nil")
 
-// Funcs is a Manager built from functions, for objects that need no type of
+// Funcs is a [Manager] built from functions, for objects that need no type of
 // their own:
 //
 //	m := manager.Funcs[*Client]{

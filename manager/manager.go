@@ -12,7 +12,7 @@
 //     connection is open and has nothing unread (Recycle returns an error
 //     matching ErrNotReusable otherwise), and closes it.
 //
-// Every Manager, these included, must be safe for concurrent use: a pool
+// Every [Manager], these included, must be safe for concurrent use: a pool
 // calls it from several goroutines at once, though never for the same
 // object concurrently.
 package manager
@@ -45,7 +45,7 @@ type Manager[T any] interface {
 	Close(obj T) error
 }
 
-// ErrBroken is matched (with errors.Is) by a Recycle or CheckRelease error
+// ErrBroken is matched (with [errors.Is]) by a Recycle or CheckRelease error
 // that declares the object dead: the pool closes it even when the caller's
 // context has ended, which otherwise makes a failed Recycle the caller's
 // cancellation and leaves the object in the pool. Wrap it when the object
@@ -53,7 +53,7 @@ type Manager[T any] interface {
 // the check was cut short.
 var ErrBroken = errors.New("manager: object broken")
 
-// ReleaseChecker may be implemented by a Manager to check an object when it
+// ReleaseChecker may be implemented by a [Manager] to check an object when it
 // is released: an error closes the object instead of pooling it (for example,
 // a connection released in the middle of a transaction). CheckRelease runs on
 // the releasing goroutine, under no lock of the pool's. It sits beside Manager

@@ -22,7 +22,7 @@ import (
 // end it with an error matching [ErrTimeout] and
 // [context.DeadlineExceeded]; a cancellation, [context.Canceled]; both keep
 // [context.Cause]. A connect error is returned wrapped (a connect that ran
-// past [Config.ConnectTimeout] matches ErrTimeout). After [Pool.Close],
+// past [Config.ConnectTimeout] matches [ErrTimeout]). After [Pool.Close],
 // Acquire returns [ErrClosed], and only that. A nil ctx panics.
 func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 	// The search, in order: this P's stack of hints (the fast path below),
@@ -91,10 +91,10 @@ func (p *Pool[T]) localFailed(ctx context.Context, e *entry[T], r int) {
 }
 
 // TryAcquire is Acquire without waiting: it returns an idle object if there
-// is one and nobody is waiting, else ErrExhausted at once, after starting a
+// is one and nobody is waiting, else [ErrExhausted] at once, after starting a
 // background connect if the pool is below MaxSize (and connects are not
 // backing off after failures), so that a retry soon succeeds. After Close it
-// returns ErrClosed; on an ended ctx, ctx's error. A nil ctx panics.
+// returns [ErrClosed]; on an ended ctx, ctx's error. A nil ctx panics.
 func (p *Pool[T]) TryAcquire(ctx context.Context) (Lease[T], error) {
 	if ctx == nil {
 		panic("pool: TryAcquire: nil Context")

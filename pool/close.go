@@ -2,7 +2,7 @@ package pool
 
 import "context"
 
-// Close closes the pool: new acquires get ErrClosed, waiters wake with
+// Close closes the pool: new acquires get [ErrClosed], waiters wake with
 // ErrClosed, connects in flight are cancelled, idle objects are closed, and
 // leased ones are closed when released. It returns nil once nothing is live
 // and every goroutine the pool started has exited, or ctx.Err() if ctx ends

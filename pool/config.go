@@ -10,30 +10,30 @@ import (
 )
 
 // ExchangeKind selects the shared reservoir between the per-P stacks. It is
-// exchange.Kind: one choice, shared with bytepool.
+// [exchange.Kind]: one choice, shared with bytepool.
 type ExchangeKind = exchange.Kind
 
 const (
-	// ExchangeRing is the lock-free bounded ring (exchange.Ring): the default.
+	// ExchangeRing is the lock-free bounded ring ([exchange.Ring]): the default.
 	ExchangeRing = exchange.KindRing
-	// ExchangeMutex is the mutex-guarded circular buffer (exchange.Mutex).
+	// ExchangeMutex is the mutex-guarded circular buffer ([exchange.Mutex]).
 	ExchangeMutex = exchange.KindMutex
 	// ExchangeNone disables the reservoir: idle objects live on the per-P
 	// stacks only. New refuses it unless LocalDepth × GOMAXPROCS ≥ MaxSize.
 	ExchangeNone = exchange.KindNone
 )
 
-// Defaults for the zero values of Config.
+// Defaults for the zero values of [Config].
 const (
 	// DefaultConnectTimeout bounds one Manager.Connect when
-	// Config.ConnectTimeout is zero.
+	// [Config.ConnectTimeout] is zero.
 	DefaultConnectTimeout = 10 * time.Second
-	// DefaultLocalDepth is the per-P depth when Config.LocalDepth is zero
+	// DefaultLocalDepth is the per-P depth when [Config.LocalDepth] is zero
 	// (capped at MaxSize).
 	DefaultLocalDepth = 4
 )
 
-// Config configures a Pool. Zero values mean the documented defaults; New
+// Config configures a [Pool]. Zero values mean the documented defaults; New
 // returns an error naming the field for any invalid value.
 type Config struct {
 	// MaxSize bounds live objects: idle + leased + being connected + being
@@ -53,8 +53,9 @@ type Config struct {
 	// MaxIdleTime closes an object that has itself been idle this long (by
 	// its last release), unless that would leave fewer than MinIdle idle.
 	// The maintainer closes it, within a few ticks of the limit (the tick is
-	// an eighth of the shortest of MaxIdleTime and MaxLifetime, at most
-	// 100 ms); an Acquire uses an idle object however long it has been idle,
+	// an eighth of the shortest of MaxIdleTime, MaxLifetime,
+	// HealthCheckPeriod and LeakThreshold that are set, clamped to
+	// [1ms, 100ms]); an Acquire uses an idle object however long it has been idle,
 	// after Manager.Recycle. 0: no limit.
 	MaxIdleTime time.Duration
 	// MaxUses closes an object after it has been handed out this many times.

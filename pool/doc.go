@@ -29,14 +29,14 @@
 // closer goroutines, never on the caller's.
 //
 // About one release in 1024 of each object yields the processor
-// (runtime.Gosched) once the object is back: goroutines that acquire and
+// ([runtime.Gosched]) once the object is back: goroutines that acquire and
 // release in a loop take turns a thousand operations long instead of a
 // scheduler time slice, so each gets its share of the pool and few are
 // preempted while they hold an object.
 //
 // # Leases
 //
-// A Lease is a small value: the object's record and a generation (the
+// A [Lease] is a small value: the object's record and a generation (the
 // object's state word when the lease took it; every claim and release moves
 // that word on, so no generation repeats). Ending a lease (Release, Destroy,
 // Detach) is one compare-and-swap on the state word, so every later use of
@@ -48,30 +48,31 @@
 //
 // The hot path reads no clock and never calls ctx.Done(): a maintainer
 // goroutine publishes a coarse clock every tick (an eighth of the shortest of
-// MaxIdleTime and MaxLifetime, clamped to [1ms, 100ms]; 100ms if neither is set),
-// and the expiry checks and Metrics.LastUsed use it. Lifetimes and idle times
+// [Config.MaxIdleTime], [Config.MaxLifetime], [Config.HealthCheckPeriod] and
+// [Config.LeakThreshold] that are set, clamped to [1ms, 100ms]; 100ms if none
+// is), and the expiry checks and [manager.Metrics.LastUsed] use it. Lifetimes and idle times
 // are therefore enforced to within about one tick.
 //
 // # Production
 //
-// Config's HealthCheckPeriod checks idle objects in the background (with
+// [Config]'s HealthCheckPeriod checks idle objects in the background (with
 // Manager.Recycle, bounded by CheckTimeout, which also bounds the acquire
 // path's checks), LeakThreshold reports leases held too long with the stack
-// of their Acquire, MaxIdle caps idle objects, and an Observer (NewSlogObserver,
+// of their Acquire, MaxIdle caps idle objects, and an [Observer] ([NewSlogObserver],
 // or one of your own: a tracer, a metrics recorder) is told of acquires,
 // connects, closes and leaks. Warm connects MinIdle objects at start-up, or
-// returns the first connect error. Stats carries a histogram of the time
+// returns the first connect error. [Stats] carries a histogram of the time
 // blocked acquires took, and timeout errors the pool's state. With none of
 // these set, the fast paths are exactly as they would be without them.
 //
 // # Errors
 //
-// Acquire returns ErrClosed after Close; TryAcquire returns ErrExhausted when
+// Acquire returns [ErrClosed] after Close; TryAcquire returns [ErrExhausted] when
 // nothing is idle. A wait or connect ended by a deadline (the context's or
-// Config.AcquireTimeout) returns an error matching both ErrTimeout and
-// context.DeadlineExceeded; a cancellation matches context.Canceled; both
+// [Config.AcquireTimeout]) returns an error matching both [ErrTimeout] and
+// [context.DeadlineExceeded]; a cancellation matches [context.Canceled]; both
 // also match the context's cause. A connect error is returned wrapped. New
-// returns errors matching ErrInvalidConfig that name the bad field.
+// returns errors matching [ErrInvalidConfig] that name the bad field.
 //
 // See docs/DESIGN.md in the repository for the wake-up protocol and the
 // invariants, and docs/decisions/0003, 0004, 0006 and 0008 for the

@@ -11,11 +11,11 @@ var (
 	ErrClosed = errors.New("pool: closed")
 	// ErrExhausted is returned by TryAcquire when no idle object is available.
 	ErrExhausted = errors.New("pool: exhausted")
-	// ErrTimeout is matched (errors.Is) by every error that ends an Acquire
+	// ErrTimeout is matched ([errors.Is]) by every error that ends an Acquire
 	// because a deadline passed: the context's deadline or
-	// Config.AcquireTimeout. Such errors match context.DeadlineExceeded too.
+	// [Config.AcquireTimeout]. Such errors match [context.DeadlineExceeded] too.
 	ErrTimeout = errors.New("pool: acquire timed out")
-	// ErrInvalidConfig is matched by every error New returns for a bad Config.
+	// ErrInvalidConfig is matched by every error New returns for a bad [Config].
 	ErrInvalidConfig = errors.New("pool: invalid config")
 )
 

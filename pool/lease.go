@@ -45,7 +45,7 @@ func (l Lease[T]) Value() T {
 // Metrics returns the leased object's metrics: when it was connected, when
 // it was last released (to the resolution of the pool's clock), how many
 // times it has been handed out, this lease included, and its ID (from 1, in
-// the order connects returned; the ID in Observer events). It panics if the
+// the order connects returned; the ID in [Observer] events). It panics if the
 // lease has ended.
 func (l Lease[T]) Metrics() manager.Metrics {
 	return l.live().m

@@ -7,7 +7,7 @@ import (
 )
 
 // Observer is told what a pool does, for logs, traces and metrics
-// (Config.Observer; NewSlogObserver is a stock one). Every method is called
+// ([Config.Observer]; [NewSlogObserver] is a stock one). Every method is called
 // with a context: the acquirer's for acquires; for a connect, the context of
 // the Acquire, TryAcquire or Warm that caused it (its values; the maintainer's
 // connects get a background context); for closes, a background context; for
@@ -45,7 +45,7 @@ type Observer interface {
 	Leak(ctx context.Context, ev LeakEvent)
 }
 
-// NopObserver is an Observer that does nothing. Every implementation of
+// NopObserver is an [Observer] that does nothing. Every implementation of
 // [Observer] embeds it (see there): it supplies the methods the
 // implementation does not override, those added to Observer later included.
 // AcquireStart returns its context unchanged.
@@ -98,7 +98,7 @@ type ConnectEvent struct {
 // CloseReason says why an object was closed.
 type CloseReason uint8
 
-// The reasons an object is closed, the indexes of Stats.ClosedBy.
+// The reasons an object is closed, the indexes of [Stats.ClosedBy].
 const (
 	CloseLifetime     CloseReason = reasonLifetime     // MaxLifetime
 	CloseIdle         CloseReason = reasonIdle         // MaxIdleTime
@@ -113,7 +113,7 @@ const (
 	CloseHealthCheck  CloseReason = reasonHealth       // a background health check failed
 )
 
-// NumCloseReasons bounds the CloseReason values: Stats.ClosedBy has this many
+// NumCloseReasons bounds the [CloseReason] values: [Stats.ClosedBy] has this many
 // counters, and the reasons are 1 to NumCloseReasons-1.
 const NumCloseReasons = nReasons
 
@@ -136,7 +136,7 @@ type CloseEvent struct {
 	Err    error         // Manager.Close's
 }
 
-// LeakEvent describes a lease held longer than Config.LeakThreshold.
+// LeakEvent describes a lease held longer than [Config.LeakThreshold].
 type LeakEvent struct {
 	ID    uint64
 	Held  time.Duration // how long it had been held when the leak was found

@@ -203,7 +203,7 @@ type paddedEntry[T any] struct {
 }
 
 // New returns a pool of objects made by m. It returns an error matching
-// ErrInvalidConfig, naming the field, if cfg is invalid. New starts one
+// [ErrInvalidConfig], naming the field, if cfg is invalid. New starts one
 // maintainer goroutine; Close stops it.
 func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 	if m == nil {

@@ -53,6 +53,8 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, time.Millisecond, pool.TickFor(pool.Config{MaxIdleTime: time.Millisecond}))
 	require.Equal(t, 50*time.Millisecond, pool.TickFor(pool.Config{MaxIdleTime: time.Hour, MaxLifetime: 400 * time.Millisecond}))
 	require.Equal(t, 100*time.Millisecond, pool.TickFor(pool.Config{MaxIdleTime: time.Hour}), "at most 100 ms: the resolution of Metrics.LastUsed")
+	require.Equal(t, 20*time.Millisecond, pool.TickFor(pool.Config{MaxIdleTime: time.Hour, HealthCheckPeriod: 160 * time.Millisecond}), "HealthCheckPeriod bounds the tick")
+	require.Equal(t, 10*time.Millisecond, pool.TickFor(pool.Config{HealthCheckPeriod: time.Second, LeakThreshold: 80 * time.Millisecond}), "LeakThreshold bounds the tick")
 }
 
 // The local stack first, LIFO; a connect only when nothing is idle.

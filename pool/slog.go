@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// NewSlogObserver returns an Observer that logs to l (slog.Default() if nil),
+// NewSlogObserver returns an [Observer] that logs to l (slog.Default() if nil),
 // under the message "pool: ..." with attributes named after the event's
 // fields:
 //

@@ -130,10 +130,10 @@ func (p *Pool[T]) PathStats() PathStats {
 	return PathStats{LocalHits: p.localHits(), ExchangeHits: p.counters.xhits.Load(), Steals: p.counters.steals.Load()}
 }
 
-// NumWaitBuckets is the number of buckets of Stats.WaitBuckets.
+// NumWaitBuckets is the number of buckets of [Stats.WaitBuckets].
 const NumWaitBuckets = 24
 
-// WaitBucketBound returns the upper bound of bucket i of Stats.WaitBuckets:
+// WaitBucketBound returns the upper bound of bucket i of [Stats.WaitBuckets]:
 // 1µs << i, from 1µs to about 8.4s.
 func WaitBucketBound(i int) time.Duration { return time.Microsecond << i }
 

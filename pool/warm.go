@@ -14,7 +14,7 @@ import (
 // fail its start-up when its database is unreachable. Each connect carries
 // ctx's values (not its cancellation: a connect cut short by ctx goes on and
 // its object is kept) and is bounded by ConnectTimeout. After Close, Warm
-// returns ErrClosed. A nil ctx panics.
+// returns [ErrClosed]. A nil ctx panics.
 func (p *Pool[T]) Warm(ctx context.Context) error {
 	if ctx == nil {
 		panic("pool: Warm: nil Context")

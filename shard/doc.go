@@ -6,7 +6,7 @@
 // calling P's stack, with no lock and, in the default build, no atomic
 // read-modify-write; they allocate nothing. A value pushed on one P's stack
 // cannot be popped on another: a goroutine that migrates between its Push
-// and Pop misses, as with sync.Pool. Unlike sync.Pool, a Local keeps what it
+// and Pop misses, as with [sync.Pool]. Unlike sync.Pool, a [Local] keeps what it
 // holds across garbage collections, holds at most a fixed number of values,
 // and hands the ones it discards to a function of the caller's (see
 // [Local.Retire]).

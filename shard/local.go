@@ -10,7 +10,7 @@ const MaxDepth = 1 << 12
 var _ = [1]struct{}{}[MaxDepth-ishard.MaxDepth]
 
 // Local is owner-only per-P storage: one LIFO stack of at most Depth values
-// per P, and, if made by NewLocalSpill, a spill behind each stack. See the
+// per P, and, if made by [NewLocalSpill], a spill behind each stack. See the
 // package documentation for who can reach what.
 //
 // Local is safe for concurrent use. A Push synchronizes before the Pop that
@@ -19,13 +19,13 @@ type Local[T any] struct {
 	l ishard.Local[T]
 }
 
-// Stats are cumulative counters of a Local, summed over every P.
+// Stats are cumulative counters of a [Local], summed over every P.
 type Stats struct {
 	Hits   uint64 // Pops served by the caller's own P (stack or spill)
 	Steals uint64 // Pops served by another P's spill
 }
 
-// NewLocal returns a Local with stacks of the given depth. drop, if not nil,
+// NewLocal returns a [Local] with stacks of the given depth. drop, if not nil,
 // is called for each value still held by stacks that Retire (or a GOMAXPROCS
 // increase) discarded; it runs on a runtime cleanup goroutine and must not
 // block for long. NewLocal panics if depth is outside [1, MaxDepth].
@@ -33,7 +33,7 @@ func NewLocal[T any](depth int, drop func(T)) *Local[T] {
 	return NewLocalSpill(depth, 0, drop)
 }
 
-// NewLocalSpill is NewLocal with a spill of spill cells per P (rounded up to
+// NewLocalSpill is [NewLocal] with a spill of spill cells per P (rounded up to
 // a power of two; 0 for none). A Push that finds its P's stack full moves
 // the oldest half of the stack to that P's spill, in one atomic operation,
 // and puts its value on the stack; a Pop that finds the stack empty refills
@@ -70,7 +70,7 @@ func (l *Local[T]) Stats() Stats { return Stats(l.l.Stats()) }
 
 // Retire empties every stack and spill at once: each P's next operation
 // starts from nothing. The values they held are handed to the drop function
-// given to NewLocal, if any, from a runtime cleanup that runs once no
+// given to [NewLocal], if any, from a runtime cleanup that runs once no
 // operation can still be using them.
 func (l *Local[T]) Retire() { l.l.Retire() }
 
