@@ -15,25 +15,29 @@ import (
 // No object is closed for idleness before it has been idle MaxIdleTime: a
 // maintainer pass a minute short of it closes nothing, one past it closes
 // every idle object.
-func TestNoIdleCloseBeforeMaxIdleTime(t *testing.T) {
+func TestNoIdleCloseBeforeMaxIdleTime(t *testing.T) { run(t, testNoIdleCloseBeforeMaxIdleTime) }
+
+func testNoIdleCloseBeforeMaxIdleTime(t *testing.T, mode testMode) {
 	f := &fakeMgr{}
-	p := newPool(t, f, pool.Config{MaxSize: 8, MaxIdleTime: time.Hour})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 8, MaxIdleTime: time.Hour})
 	fill(t, p, 4)
-	p.AdvanceClock(59 * time.Minute)
-	p.Reap()
+	time.Sleep(59 * time.Minute) // the maintainer's passes, every fourth tick
 	st := settle(t, p)
 	require.Zero(t, st.ClosedBy[pool.CloseIdle], "idle 59 minutes of 60: %+v", st)
 	require.Equal(t, 4, st.Idle)
-	p.AdvanceClock(2 * time.Minute)
-	p.Reap()
+	time.Sleep(2 * time.Minute)
 	require.Equal(t, uint64(4), settle(t, p).ClosedBy[pool.CloseIdle])
 }
 
 // A shrink that leaves room for every live object (8 -> 7 with 4
 // live) closes nothing at the maintainer's pass it triggers.
 func TestSetMaxSizeShrinkKeepsObjectsThatFit(t *testing.T) {
+	run(t, testSetMaxSizeShrinkKeepsObjectsThatFit)
+}
+
+func testSetMaxSizeShrinkKeepsObjectsThatFit(t *testing.T, mode testMode) {
 	f := &fakeMgr{}
-	p := newPool(t, f, pool.Config{MaxSize: 8, MaxIdleTime: time.Hour})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 8, MaxIdleTime: time.Hour})
 	fill(t, p, 4)
 	p.SetMaxSize(7)
 	p.Reap() // the pass SetMaxSize pokes the maintainer into, run here
@@ -46,9 +50,13 @@ func TestSetMaxSizeShrinkKeepsObjectsThatFit(t *testing.T) {
 // reports ErrClosed (not the pool's internal context.Canceled, which callers
 // would read as "my context was cancelled").
 func TestAcquireCutByCloseMatchesErrClosed(t *testing.T) {
+	run(t, testAcquireCutByCloseMatchesErrClosed)
+}
+
+func testAcquireCutByCloseMatchesErrClosed(t *testing.T, mode testMode) {
 	inConnect := make(chan struct{})
 	f := &fakeMgr{connect: func(ctx context.Context) error { close(inConnect); <-ctx.Done(); return ctx.Err() }}
-	p, err := pool.New[*obj](f, pool.Config{MaxSize: 1})
+	p, err := pool.New[*obj](f, mode.config(pool.Config{MaxSize: 1}))
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() {
@@ -66,6 +74,10 @@ func TestAcquireCutByCloseMatchesErrClosed(t *testing.T) {
 // and dial: no Manager.Connect runs after Close began and no fresh object comes
 // out of a closed pool (reserve refuses once the pool is closed).
 func TestAcquireInFlightDoesNotConnectAfterClose(t *testing.T) {
+	run(t, testAcquireInFlightDoesNotConnectAfterClose)
+}
+
+func testAcquireInFlightDoesNotConnectAfterClose(t *testing.T, mode testMode) {
 	var leases, connects int
 	for range 20 {
 		var closing atomic.Bool
@@ -87,7 +99,7 @@ func TestAcquireInFlightDoesNotConnectAfterClose(t *testing.T) {
 				return errFake
 			},
 		}
-		p, err := pool.New[*obj](f, pool.Config{MaxSize: 2})
+		p, err := pool.New[*obj](f, mode.config(pool.Config{MaxSize: 2}))
 		require.NoError(t, err)
 		a, b := acquire(t, p), acquire(t, p)
 		a.Release()

@@ -1,15 +1,6 @@
 package pool
 
-import (
-	"time"
-	"unsafe"
-)
-
-// AdvanceClock makes d pass at once on p's clock (coarse and precise).
-func (p *Pool[T]) AdvanceClock(d time.Duration) {
-	p.skew.Add(int64(d))
-	p.publishClock()
-}
+import "unsafe"
 
 // LocalDepth returns the per-P depth in use.
 func (p *Pool[T]) LocalDepth() int { return p.local.Depth() }

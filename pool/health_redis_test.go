@@ -74,13 +74,14 @@ func TestHealthChecksReplaceKilledRedisConnections(t *testing.T) {
 		CloseFunc:   d.Close,
 	}
 	const n = 4
-	p, err := pool.New[net.Conn](m, pool.Config{MaxSize: n, MinIdle: n, HealthCheckPeriod: 50 * time.Millisecond})
+	w := newEventWatch()
+	p, err := pool.New[net.Conn](m, pool.Config{MaxSize: n, MinIdle: n, HealthCheckPeriod: 50 * time.Millisecond, Observer: w})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close(context.Background())) })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, p.Warm(ctx), "Redis at %s does not answer", envRedisAddr)
-	require.Eventually(t, func() bool { return p.Stats().Idle == n }, 5*time.Second, time.Millisecond)
+	w.await(t, ctx, w.connects, n, "Warm's connects")
 
 	admin, err := d.Connect(ctx)
 	require.NoError(t, err)
@@ -95,10 +96,11 @@ func TestHealthChecksReplaceKilledRedisConnections(t *testing.T) {
 		require.Equal(t, ":1", reply, "CLIENT KILL ADDR %s kills one client", a)
 	}
 
-	require.Eventually(t, func() bool {
-		s := p.Stats()
-		return s.ClosedBy[pool.CloseHealthCheck] == n && s.Idle == n && s.Closing == 0
-	}, 5*time.Second, time.Millisecond, "the health checks close and replace every killed connection")
+	// The health checks close every killed connection, and the maintainer
+	// connects a replacement for each.
+	w.await(t, ctx, w.healthCloses, n, "closes by a health check")
+	w.await(t, ctx, w.connects, n, "replacements")
+	require.Equal(t, uint64(n), p.Stats().ClosedBy[pool.CloseHealthCheck])
 	var ls []pool.Lease[net.Conn]
 	for range n {
 		l, err := p.Acquire(ctx)
@@ -113,4 +115,49 @@ func TestHealthChecksReplaceKilledRedisConnections(t *testing.T) {
 		l.Release()
 	}
 	require.Zero(t, p.Stats().ClosedBy[pool.CloseRecycle], "the health checks, not the acquires, found them")
+}
+
+// eventWatch is an Observer that signals every health-check close and every
+// successful connect, so that a test against a real server waits for them
+// rather than polling the pool.
+type eventWatch struct {
+	pool.NopObserver
+	healthCloses, connects chan struct{}
+}
+
+func newEventWatch() *eventWatch {
+	return &eventWatch{healthCloses: make(chan struct{}, 64), connects: make(chan struct{}, 64)}
+}
+
+func (w *eventWatch) Closed(_ context.Context, ev pool.CloseEvent) {
+	if ev.Reason == pool.CloseHealthCheck {
+		signal(w.healthCloses)
+	}
+}
+
+func (w *eventWatch) ConnectEnd(_ context.Context, ev pool.ConnectEvent) {
+	if ev.Err == nil {
+		signal(w.connects)
+	}
+}
+
+// signal sends on ch without blocking the pool's goroutine (the test reads
+// far fewer than ch holds).
+func signal(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// await receives n signals from ch, failing the test if ctx ends first.
+func (w *eventWatch) await(t *testing.T, ctx context.Context, ch <-chan struct{}, n int, what string) {
+	t.Helper()
+	for i := range n {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("%s: %d of %d before %v", what, i, n, ctx.Err())
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -118,19 +119,74 @@ func acquire(t *testing.T, p *pool.Pool[*obj]) pool.Lease[*obj] {
 	return l
 }
 
-// requireLive waits until the pool has n live objects. Objects being closed
-// keep their slots until Manager.Close has returned on a closer goroutine, so
-// Live reaches its value shortly after the discard that lowers it.
-func requireLive(t *testing.T, p *pool.Pool[*obj], n int, msgAndArgs ...any) {
+// testMode is the path a behaviour test drives the pool down.
+type testMode int
+
+const (
+	// plainMode is the pool as the test configures it: without an option
+	// that needs a hook, Acquire and Release take their fast paths, which
+	// carry hand-made copies of the check and of the per-P stack's Push.
+	plainMode testMode = iota
+	// hookedMode adds Config.Observer = NopObserver (unless the test sets an
+	// Observer): every Acquire and Release takes its slow path (check,
+	// hint), so that a behaviour on which the copies and the originals
+	// disagree fails in one of the two modes.
+	hookedMode
+)
+
+func (m testMode) String() string { return [...]string{"Plain", "Hooked"}[m] }
+
+// run runs a behaviour test down both paths, as the subtests Plain and
+// Hooked, each in a synctest bubble: the pool, made inside it, runs on the
+// bubble's clock, which moves only when every goroutine of the bubble is
+// blocked (so a time.Sleep of the test's is the pool's clock moving, tick by
+// tick, with the maintainer running), and settle returns once every
+// goroutine of the pool and the test is blocked.
+func run(t *testing.T, f func(t *testing.T, mode testMode)) {
 	t.Helper()
-	require.Eventually(t, func() bool { return p.Stats().Live == n }, 5*time.Second, time.Millisecond, msgAndArgs...)
+	for _, m := range []testMode{plainMode, hookedMode} {
+		t.Run(m.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { f(t, m) })
+		})
+	}
 }
 
-// settle waits until no object is being closed and returns the pool's stats.
-// Closes run on closer goroutines and are counted when Manager.Close returns.
+// runSub is run as a subtest of t named name.
+func runSub(t *testing.T, name string, f func(t *testing.T, mode testMode)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) { run(t, f) })
+}
+
+// config returns cfg as the mode runs it.
+func (m testMode) config(cfg pool.Config) pool.Config {
+	if m == hookedMode && cfg.Observer == nil {
+		cfg.Observer = pool.NopObserver{}
+	}
+	return cfg
+}
+
+// newPool is newPool with the mode's config.
+func (m testMode) newPool(t *testing.T, mgr manager.Manager[*obj], cfg pool.Config) *pool.Pool[*obj] {
+	t.Helper()
+	return newPool(t, mgr, m.config(cfg))
+}
+
+// requireLive requires that the pool has n live objects once the bubble has
+// settled (see settle): objects being closed keep their slots until
+// Manager.Close has returned on a closer goroutine.
+func requireLive(t *testing.T, p *pool.Pool[*obj], n int, msgAndArgs ...any) {
+	t.Helper()
+	require.Equal(t, n, settle(t, p).Live, msgAndArgs...)
+}
+
+// settle waits until every other goroutine of the test's synctest bubble —
+// the pool's maintainer, dialers, closers and waiters, and the test's own —
+// is blocked, and returns the pool's stats then. What the pool would do next
+// waits for a release, a cancellation or its clock. It must be called in a
+// bubble (run, or synctest.Test).
 func settle(t *testing.T, p *pool.Pool[*obj]) pool.Stats {
 	t.Helper()
-	require.Eventually(t, func() bool { return p.Stats().Closing == 0 }, 5*time.Second, time.Millisecond)
+	synctest.Wait()
 	return p.Stats()
 }
 

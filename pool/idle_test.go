@@ -17,9 +17,11 @@ import (
 // An idle object that no per-P stack or exchange points at is still found
 // (by the registry scan, counted as a steal) rather than replaced by a
 // connect, and then handed out with its checks.
-func TestIdleObjectWithoutHintIsFound(t *testing.T) {
+func TestIdleObjectWithoutHintIsFound(t *testing.T) { run(t, testIdleObjectWithoutHintIsFound) }
+
+func testIdleObjectWithoutHintIsFound(t *testing.T, mode testMode) {
 	f := &fakeMgr{}
-	p := newPool(t, f, pool.Config{MaxSize: 2})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 2})
 	a := acquire(t, p)
 	id := a.Value().id
 	a.Release()
@@ -36,8 +38,10 @@ func TestIdleObjectWithoutHintIsFound(t *testing.T) {
 
 // A hint whose object was claimed another way is stale: it is dropped, not
 // counted as a local hit, and never hands the object to a second holder.
-func TestStaleHintIsDropped(t *testing.T) {
-	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1, LocalDepth: 1})
+func TestStaleHintIsDropped(t *testing.T) { run(t, testStaleHintIsDropped) }
+
+func testStaleHintIsDropped(t *testing.T, mode testMode) {
+	p := mode.newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1, LocalDepth: 1})
 	a := acquire(t, p)
 	a.Release() // a hint on this P's stack (or, after a migration, another's)
 	p.DropHints()
@@ -60,14 +64,16 @@ func TestStaleHintIsDropped(t *testing.T) {
 }
 
 // Metrics.ID numbers objects from 1 in connect order, and Recycle sees it.
-func TestMetricsID(t *testing.T) {
+func TestMetricsID(t *testing.T) { run(t, testMetricsID) }
+
+func testMetricsID(t *testing.T, mode testMode) {
 	var seen []uint64
 	f := &fakeMgr{}
 	f.recycle = func(_ context.Context, _ *obj, m manager.Metrics) error {
 		seen = append(seen, m.ID)
 		return nil
 	}
-	p := newPool(t, f, pool.Config{MaxSize: 2})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 2})
 	a, b := acquire(t, p), acquire(t, p)
 	a.Release()
 	b.Release()
@@ -84,10 +90,10 @@ func TestMetricsID(t *testing.T) {
 // second time, on release or in a reaping pass.
 func TestShrinkClosesOnlyTheSurplus(t *testing.T) {
 	for _, via := range []string{"release", "reap"} {
-		t.Run(via, func(t *testing.T) {
+		runSub(t, via, func(t *testing.T, mode testMode) {
 			unblock := make(chan struct{})
 			f := &fakeMgr{close: func(*obj) { <-unblock }}
-			p := newPool(t, f, pool.Config{MaxSize: 10})
+			p := mode.newPool(t, f, pool.Config{MaxSize: 10})
 			var ls []pool.Lease[*obj]
 			for range 10 {
 				ls = append(ls, acquire(t, p))
@@ -106,14 +112,15 @@ func TestShrinkClosesOnlyTheSurplus(t *testing.T) {
 				p.Reap()
 				p.Reap()
 			}
-			require.Eventually(t, func() bool { return p.Stats().Closing == 5 }, 5*time.Second, time.Millisecond)
+			require.Equal(t, 5, settle(t, p).Closing)
 			p.Reap() // the maintainer may reap too: still nothing more
 			st := p.Stats()
 			require.Equal(t, 5, st.Closing)
 			require.Equal(t, 5, st.Idle)
 			close(unblock)
-			require.Eventually(t, func() bool { s := p.Stats(); return s.Closing == 0 && s.Live == 5 }, 5*time.Second, time.Millisecond)
-			require.Equal(t, uint64(5), p.Stats().ClosedBy[pool.CloseShrink])
+			st = settle(t, p)
+			require.Equal(t, 5, st.Live)
+			require.Equal(t, uint64(5), st.ClosedBy[pool.CloseShrink])
 		})
 	}
 }

@@ -96,10 +96,6 @@ type Pool[T any] struct {
 	failures atomic.Int64
 	retryAt  atomic.Int64
 
-	// skew is added to the clock's readings; only tests change it (to make
-	// time pass without waiting).
-	skew atomic.Int64
-
 	counters counters
 
 	// Health checks (health.go): checking counts objects under a check
@@ -131,7 +127,7 @@ const maxExchangeCap = 1 << 10
 // now returns the precise time on the clock's scale (ns since start). Slow
 // paths only: it reads the monotonic clock.
 func (p *Pool[T]) now() time.Duration {
-	return time.Since(p.start) + time.Duration(p.skew.Load())
+	return time.Since(p.start)
 }
 
 // tick is one reading of the coarse clock: ns since the pool's start, and

@@ -3,7 +3,6 @@ package pool_test
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,10 +57,12 @@ func TestDefaults(t *testing.T) {
 }
 
 // The local stack first, LIFO; a connect only when nothing is idle.
-func TestAcquireReusesIdleLIFO(t *testing.T) {
+func TestAcquireReusesIdleLIFO(t *testing.T) { run(t, testAcquireReusesIdleLIFO) }
+
+func testAcquireReusesIdleLIFO(t *testing.T, mode testMode) {
 	ptest.OneP(t) // every Push and Pop hit the same per-P stack
 	f := &fakeMgr{}
-	p := newPool(t, f, pool.Config{MaxSize: 4})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 4})
 	a, b := acquire(t, p), acquire(t, p)
 	require.NotEqual(t, a.Value().id, b.Value().id)
 	a.Release()
@@ -79,7 +80,9 @@ func TestAcquireReusesIdleLIFO(t *testing.T) {
 }
 
 // MaxSize bounds live objects exactly, connects included (DESIGN.md invariant 1).
-func TestMaxSizeIsExact(t *testing.T) {
+func TestMaxSizeIsExact(t *testing.T) { run(t, testMaxSizeIsExact) }
+
+func testMaxSizeIsExact(t *testing.T, mode testMode) {
 	var inFlight, peak atomic.Int64
 	f := &fakeMgr{connect: func(ctx context.Context) error {
 		n := inFlight.Add(1)
@@ -93,7 +96,7 @@ func TestMaxSizeIsExact(t *testing.T) {
 		inFlight.Add(-1)
 		return nil
 	}}
-	p := newPool(t, f, pool.Config{MaxSize: 3, MaxConnecting: 3})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 3, MaxConnecting: 3})
 	var wg sync.WaitGroup
 	var maxLive atomic.Int64
 	for range 16 {
@@ -116,7 +119,11 @@ func TestMaxSizeIsExact(t *testing.T) {
 // With a waiter queued, a newcomer queues behind it, and
 // waiters are served in arrival order (DESIGN.md invariant 6).
 func TestWaitersAreFIFOAndNewcomersDoNotBarge(t *testing.T) {
-	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
+	run(t, testWaitersAreFIFOAndNewcomersDoNotBarge)
+}
+
+func testWaitersAreFIFOAndNewcomersDoNotBarge(t *testing.T, mode testMode) {
+	p := mode.newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
 	held := acquire(t, p)
 	const n = 5
 	order := make(chan int, n)
@@ -127,7 +134,7 @@ func TestWaitersAreFIFOAndNewcomersDoNotBarge(t *testing.T) {
 			order <- i
 			l.Release()
 		})
-		require.Eventually(t, func() bool { return p.Stats().Waiting == i+1 }, 5*time.Second, time.Millisecond)
+		require.Equal(t, i+1, settle(t, p).Waiting)
 	}
 	// A newcomer does not barge: TryAcquire fails while others wait.
 	_, err := p.TryAcquire(context.Background())
@@ -145,45 +152,50 @@ func TestWaitersAreFIFOAndNewcomersDoNotBarge(t *testing.T) {
 
 // Expiry checks on every path: uses, lifetime, idle time, Reset (DESIGN.md invariant 3).
 func TestExpiryChecks(t *testing.T) {
-	t.Run("MaxUses", func(t *testing.T) {
+	runSub(t, "MaxUses", func(t *testing.T, mode testMode) {
 		f := &fakeMgr{}
-		p := newPool(t, f, pool.Config{MaxSize: 1, MaxUses: 2})
+		p := mode.newPool(t, f, pool.Config{MaxSize: 1, MaxUses: 2})
 		for range 3 {
 			acquire(t, p).Release()
 		}
 		require.Equal(t, int64(2), f.nextID.Load())
 		require.Equal(t, uint64(1), p.Stats().ClosedBy[pool.CloseUses])
 	})
-	t.Run("MaxLifetime", func(t *testing.T) {
+	runSub(t, "MaxLifetime", func(t *testing.T, mode testMode) {
 		f := &fakeMgr{}
-		p := newPool(t, f, pool.Config{MaxSize: 1, MaxLifetime: time.Hour, LifetimeJitter: time.Minute})
+		p := mode.newPool(t, f, pool.Config{MaxSize: 1, MaxLifetime: time.Hour, LifetimeJitter: time.Minute})
 		l := acquire(t, p)
 		l.Release()
-		p.AdvanceClock(59 * time.Minute)
+		time.Sleep(59 * time.Minute)
 		l = acquire(t, p)
 		require.Equal(t, int64(1), l.Value().id, "jitter < 1 minute: still alive at 59m")
-		p.AdvanceClock(2 * time.Minute)
+		time.Sleep(2 * time.Minute)
 		l.Release() // checked at release: closed
 		require.Equal(t, uint64(1), settle(t, p).ClosedBy[pool.CloseLifetime])
 		l = acquire(t, p)
 		require.Equal(t, int64(2), l.Value().id)
 		l.Release()
 	})
-	t.Run("MaxIdleTime", func(t *testing.T) {
+	runSub(t, "MaxIdleTime", func(t *testing.T, mode testMode) {
+		// MinIdle keeps the first object from the maintainer's idle
+		// closing, so that an Acquire finds it idle for two hours.
 		f := &fakeMgr{}
-		p := newPool(t, f, pool.Config{MaxSize: 1, MaxIdleTime: time.Hour})
-		acquire(t, p).Release()
-		p.AdvanceClock(2 * time.Hour)
+		p := mode.newPool(t, f, pool.Config{MaxSize: 2, MinIdle: 1, MaxIdleTime: time.Hour})
+		require.Equal(t, 1, settle(t, p).Idle, "MinIdle's connect")
+		time.Sleep(2 * time.Hour)
 		l := acquire(t, p) // an object in hand is used (after Recycle), not closed and replaced
 		require.Equal(t, int64(1), l.Value().id)
+		m := acquire(t, p)
 		l.Release()
-		p.AdvanceClock(2 * time.Hour)
-		p.Reap() // idle for two hours: the maintainer closes it
-		require.Equal(t, uint64(1), settle(t, p).ClosedBy[pool.CloseIdle])
+		m.Release()
+		time.Sleep(2 * time.Hour) // two idle for two hours: the maintainer closes the one above MinIdle
+		s := settle(t, p)
+		require.Equal(t, uint64(1), s.ClosedBy[pool.CloseIdle])
+		require.Equal(t, 1, s.Idle)
 	})
-	t.Run("Reset", func(t *testing.T) {
+	runSub(t, "Reset", func(t *testing.T, mode testMode) {
 		f := &fakeMgr{}
-		p := newPool(t, f, pool.Config{MaxSize: 2})
+		p := mode.newPool(t, f, pool.Config{MaxSize: 2})
 		a := acquire(t, p)
 		acquire(t, p).Release()
 		p.Reset()
@@ -197,7 +209,9 @@ func TestExpiryChecks(t *testing.T) {
 
 // Recycle runs on used objects only, with metrics; a failure closes
 // the object and the search goes on (DESIGN.md invariant 3).
-func TestRecycle(t *testing.T) {
+func TestRecycle(t *testing.T) { run(t, testRecycle) }
+
+func testRecycle(t *testing.T, mode testMode) {
 	var fail atomic.Bool
 	var got manager.Metrics
 	f := &fakeMgr{recycle: func(ctx context.Context, o *obj, m manager.Metrics) error {
@@ -207,7 +221,7 @@ func TestRecycle(t *testing.T) {
 		}
 		return nil
 	}}
-	p := newPool(t, f, pool.Config{MaxSize: 2})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 2})
 	acquire(t, p).Release()
 	require.Equal(t, int64(0), f.recycles.Load(), "a fresh object is not recycled")
 	acquire(t, p).Release()
@@ -227,6 +241,10 @@ func TestRecycle(t *testing.T) {
 // keeps its place at the head and gets a connect in the freed slot
 // (DESIGN.md invariant 3).
 func TestHandOffRecycleFailureKeepsHeadOfQueue(t *testing.T) {
+	run(t, testHandOffRecycleFailureKeepsHeadOfQueue)
+}
+
+func testHandOffRecycleFailureKeepsHeadOfQueue(t *testing.T, mode testMode) {
 	type key struct{}
 	var sawWaiterCtx atomic.Bool
 	f := &fakeMgr{recycle: func(ctx context.Context, o *obj, m manager.Metrics) error {
@@ -236,7 +254,7 @@ func TestHandOffRecycleFailureKeepsHeadOfQueue(t *testing.T) {
 		}
 		return nil
 	}}
-	p := newPool(t, f, pool.Config{MaxSize: 1})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 1})
 	held := acquire(t, p)
 	first := make(chan int64, 1)
 	go func() {
@@ -247,7 +265,7 @@ func TestHandOffRecycleFailureKeepsHeadOfQueue(t *testing.T) {
 			l.Release()
 		}
 	}()
-	require.Eventually(t, func() bool { return p.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 1, settle(t, p).Waiting)
 	second := make(chan int64, 1)
 	go func() {
 		l, err := p.Acquire(context.Background())
@@ -256,7 +274,7 @@ func TestHandOffRecycleFailureKeepsHeadOfQueue(t *testing.T) {
 			l.Release()
 		}
 	}()
-	require.Eventually(t, func() bool { return p.Stats().Waiting == 2 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 2, settle(t, p).Waiting)
 	held.Release()
 	require.Equal(t, int64(2), <-first, "the first waiter got the new object")
 	require.True(t, sawWaiterCtx.Load())
@@ -266,9 +284,9 @@ func TestHandOffRecycleFailureKeepsHeadOfQueue(t *testing.T) {
 // Destroy and Detach free the slot for the oldest waiter (DESIGN.md invariant 5).
 func TestDestroyAndDetachWakeWaiter(t *testing.T) {
 	for _, name := range []string{"Destroy", "Detach"} {
-		t.Run(name, func(t *testing.T) {
+		runSub(t, name, func(t *testing.T, mode testMode) {
 			f := &fakeMgr{}
-			p := newPool(t, f, pool.Config{MaxSize: 1})
+			p := mode.newPool(t, f, pool.Config{MaxSize: 1})
 			held := acquire(t, p)
 			done := make(chan int64)
 			go func() {
@@ -278,7 +296,7 @@ func TestDestroyAndDetachWakeWaiter(t *testing.T) {
 					l.Release()
 				}
 			}()
-			require.Eventually(t, func() bool { return p.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+			require.Equal(t, 1, settle(t, p).Waiting)
 			if name == "Destroy" {
 				held.Destroy()
 			} else {
@@ -292,8 +310,10 @@ func TestDestroyAndDetachWakeWaiter(t *testing.T) {
 }
 
 // A waiter whose context ends leaves the queue; nothing is lost (DESIGN.md invariant 5).
-func TestWaiterCancelLeavesQueue(t *testing.T) {
-	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
+func TestWaiterCancelLeavesQueue(t *testing.T) { run(t, testWaiterCancelLeavesQueue) }
+
+func testWaiterCancelLeavesQueue(t *testing.T, mode testMode) {
+	p := mode.newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
 	held := acquire(t, p)
 	cause := errors.New("the caller went away")
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -302,7 +322,7 @@ func TestWaiterCancelLeavesQueue(t *testing.T) {
 		_, err := p.Acquire(ctx)
 		errc <- err
 	}()
-	require.Eventually(t, func() bool { return p.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 1, settle(t, p).Waiting)
 	cancel(cause)
 	err := <-errc
 	require.ErrorIs(t, err, context.Canceled)
@@ -318,9 +338,11 @@ func TestWaiterCancelLeavesQueue(t *testing.T) {
 }
 
 // A hand-off racing with a waiter's cancellation loses nothing (DESIGN.md invariant 5).
-func TestHandOffRacingCancelLosesNothing(t *testing.T) {
+func TestHandOffRacingCancelLosesNothing(t *testing.T) { run(t, testHandOffRacingCancelLosesNothing) }
+
+func testHandOffRacingCancelLosesNothing(t *testing.T, mode testMode) {
 	f := &fakeMgr{}
-	p := newPool(t, f, pool.Config{MaxSize: 2})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 2})
 	for range 300 {
 		a, b := acquire(t, p), acquire(t, p)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -332,9 +354,7 @@ func TestHandOffRacingCancelLosesNothing(t *testing.T) {
 			}
 			errc <- err
 		}()
-		for p.Stats().Waiting == 0 {
-			runtime.Gosched()
-		}
+		require.Equal(t, 1, settle(t, p).Waiting)
 		go cancel()
 		a.Release()
 		<-errc
@@ -346,8 +366,10 @@ func TestHandOffRacingCancelLosesNothing(t *testing.T) {
 }
 
 // Deadlines match ErrTimeout and DeadlineExceeded; the cause is kept.
-func TestTimeouts(t *testing.T) {
-	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
+func TestTimeouts(t *testing.T) { run(t, testTimeouts) }
+
+func testTimeouts(t *testing.T, mode testMode) {
+	p := mode.newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
 	held := acquire(t, p)
 	defer held.Release()
 
@@ -367,20 +389,22 @@ func TestTimeouts(t *testing.T) {
 	require.ErrorIs(t, err, cause)
 	require.Contains(t, err.Error(), "slow caller")
 
-	p2 := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1, AcquireTimeout: 10 * time.Millisecond})
+	p2 := mode.newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1, AcquireTimeout: 10 * time.Millisecond})
 	h2 := acquire(t, p2)
 	defer h2.Release()
 	start := time.Now()
 	_, err = p2.Acquire(context.Background())
 	require.ErrorIs(t, err, pool.ErrTimeout)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.GreaterOrEqual(t, time.Since(start), 10*time.Millisecond)
+	require.Equal(t, 10*time.Millisecond, time.Since(start), "the bubble's clock: exactly AcquireTimeout")
 	require.Equal(t, uint64(1), p2.Stats().Timeouts)
 }
 
 // A connect outlives the acquirer that gave up; its object joins
 // the pool.
-func TestConnectOutlivesAbandonedAcquire(t *testing.T) {
+func TestConnectOutlivesAbandonedAcquire(t *testing.T) { run(t, testConnectOutlivesAbandonedAcquire) }
+
+func testConnectOutlivesAbandonedAcquire(t *testing.T, mode testMode) {
 	release := make(chan struct{})
 	var sawCancel atomic.Bool
 	f := &fakeMgr{connect: func(ctx context.Context) error {
@@ -392,18 +416,18 @@ func TestConnectOutlivesAbandonedAcquire(t *testing.T) {
 		}
 		return nil
 	}}
-	p := newPool(t, f, pool.Config{MaxSize: 1})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error)
 	go func() {
 		_, err := p.Acquire(ctx)
 		errc <- err
 	}()
-	require.Eventually(t, func() bool { return p.Stats().Connecting == 1 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 1, settle(t, p).Connecting)
 	cancel()
 	require.ErrorIs(t, <-errc, context.Canceled)
 	close(release)
-	require.Eventually(t, func() bool { return p.Stats().Idle == 1 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 1, settle(t, p).Idle)
 	require.False(t, sawCancel.Load())
 	l := acquire(t, p)
 	require.Equal(t, int64(1), l.Value().id)
@@ -412,6 +436,10 @@ func TestConnectOutlivesAbandonedAcquire(t *testing.T) {
 
 // A connect error goes to its acquirer, wrapped; the slot is freed.
 func TestConnectErrorIsWrappedAndFreesSlot(t *testing.T) {
+	run(t, testConnectErrorIsWrappedAndFreesSlot)
+}
+
+func testConnectErrorIsWrappedAndFreesSlot(t *testing.T, mode testMode) {
 	var fail atomic.Bool
 	fail.Store(true)
 	f := &fakeMgr{connect: func(ctx context.Context) error {
@@ -420,7 +448,7 @@ func TestConnectErrorIsWrappedAndFreesSlot(t *testing.T) {
 		}
 		return nil
 	}}
-	p := newPool(t, f, pool.Config{MaxSize: 1})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 1})
 	_, err := p.Acquire(context.Background())
 	require.ErrorIs(t, err, errFake)
 	require.Contains(t, err.Error(), "pool: connect")
@@ -433,7 +461,9 @@ func TestConnectErrorIsWrappedAndFreesSlot(t *testing.T) {
 }
 
 // Concurrent connects are bounded by MaxConnecting.
-func TestMaxConnecting(t *testing.T) {
+func TestMaxConnecting(t *testing.T) { run(t, testMaxConnecting) }
+
+func testMaxConnecting(t *testing.T, mode testMode) {
 	var inFlight, peak atomic.Int64
 	gate := make(chan struct{})
 	f := &fakeMgr{connect: func(ctx context.Context) error {
@@ -444,16 +474,16 @@ func TestMaxConnecting(t *testing.T) {
 		inFlight.Add(-1)
 		return nil
 	}}
-	p := newPool(t, f, pool.Config{MaxSize: 8, MaxConnecting: 2})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 8, MaxConnecting: 2})
 	var wg sync.WaitGroup
 	leases := make(chan pool.Lease[*obj], 8)
 	for range 8 {
 		wg.Go(func() { leases <- acquire(t, p) })
 	}
-	// Connecting counts all eight at once, while the two connects admitted
-	// may not yet have reached the manager: wait for both. peak, checked
-	// below, catches a third.
-	require.Eventually(t, func() bool { return p.Stats().Connecting == 8 && inFlight.Load() == 2 }, 5*time.Second, time.Millisecond)
+	// Once everything has settled, all eight count as connecting, two of
+	// them inside the manager; peak, checked below, catches a third.
+	require.Equal(t, 8, settle(t, p).Connecting)
+	require.Equal(t, int64(2), inFlight.Load())
 	close(gate)
 	wg.Wait()
 	close(leases)
@@ -464,29 +494,32 @@ func TestMaxConnecting(t *testing.T) {
 }
 
 // Background connects back off while connects fail.
-func TestBackgroundConnectsBackOff(t *testing.T) {
+func TestBackgroundConnectsBackOff(t *testing.T) { run(t, testBackgroundConnectsBackOff) }
+
+func testBackgroundConnectsBackOff(t *testing.T, mode testMode) {
 	f := &fakeMgr{connect: func(ctx context.Context) error { return errFake }}
-	p := newPool(t, f, pool.Config{MaxSize: 4})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 4})
 	_, err := p.TryAcquire(context.Background())
 	require.ErrorIs(t, err, pool.ErrExhausted)
-	require.Eventually(t, func() bool { return p.Stats().ConnectErrors == 1 }, 5*time.Second, time.Millisecond)
-	p.AdvanceClock(-time.Hour) // however slow this machine, the backoff has not expired
-	for range 100 {
+	require.Equal(t, uint64(1), settle(t, p).ConnectErrors)
+	for range 100 { // the bubble's clock stands still: the backoff (10 ms) has not expired
 		_, err = p.TryAcquire(context.Background())
 		require.ErrorIs(t, err, pool.ErrExhausted)
 	}
 	require.Equal(t, uint64(1), p.Stats().Connects, "no connect while backing off")
-	p.AdvanceClock(time.Hour + time.Second)
+	time.Sleep(time.Second)
 	_, _ = p.TryAcquire(context.Background())
-	require.Eventually(t, func() bool { return p.Stats().ConnectErrors == 2 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, uint64(2), settle(t, p).ConnectErrors)
 }
 
 // TryAcquire never waits and starts a connect so that a retry succeeds.
-func TestTryAcquire(t *testing.T) {
-	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
+func TestTryAcquire(t *testing.T) { run(t, testTryAcquire) }
+
+func testTryAcquire(t *testing.T, mode testMode) {
+	p := mode.newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
 	_, err := p.TryAcquire(context.Background())
 	require.ErrorIs(t, err, pool.ErrExhausted)
-	require.Eventually(t, func() bool { return p.Stats().Idle == 1 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 1, settle(t, p).Idle)
 	l, err := p.TryAcquire(context.Background())
 	require.NoError(t, err)
 	_, err = p.TryAcquire(context.Background())
@@ -509,7 +542,9 @@ func (m *releaseCheckMgr) CheckRelease(o *obj) error {
 
 // The release-time check; Release after Close; Close off the
 // caller's goroutine.
-func TestReleaseCheckAndReleaseAfterClose(t *testing.T) {
+func TestReleaseCheckAndReleaseAfterClose(t *testing.T) { run(t, testReleaseCheckAndReleaseAfterClose) }
+
+func testReleaseCheckAndReleaseAfterClose(t *testing.T, mode testMode) {
 	m := &releaseCheckMgr{}
 	block := make(chan struct{})
 	var blocking atomic.Bool
@@ -518,7 +553,7 @@ func TestReleaseCheckAndReleaseAfterClose(t *testing.T) {
 			<-block
 		}
 	}
-	p, err := pool.New[*obj](m, pool.Config{MaxSize: 2})
+	p, err := pool.New[*obj](m, mode.config(pool.Config{MaxSize: 2}))
 	require.NoError(t, err)
 	m.inTx.Store(true)
 	acquire(t, p).Release()
@@ -537,9 +572,11 @@ func TestReleaseCheckAndReleaseAfterClose(t *testing.T) {
 	m.check(t)
 }
 
-func TestMaintainerReapsExpiredIdle(t *testing.T) {
+func TestMaintainerReapsExpiredIdle(t *testing.T) { run(t, testMaintainerReapsExpiredIdle) }
+
+func testMaintainerReapsExpiredIdle(t *testing.T, mode testMode) {
 	f := &fakeMgr{}
-	p := newPool(t, f, pool.Config{MaxSize: 8, MaxLifetime: time.Hour})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 8, MaxLifetime: time.Hour})
 	var ls []pool.Lease[*obj]
 	for range 8 {
 		ls = append(ls, acquire(t, p))
@@ -547,23 +584,26 @@ func TestMaintainerReapsExpiredIdle(t *testing.T) {
 	for _, l := range ls {
 		l.Release()
 	}
-	p.AdvanceClock(2 * time.Hour)
-	p.Poke()
-	require.Eventually(t, func() bool { return p.Stats().Live == 0 }, 5*time.Second, time.Millisecond)
+	time.Sleep(2 * time.Hour) // the maintainer's reaping passes close them
+	require.Equal(t, 0, settle(t, p).Live)
 	require.Equal(t, uint64(8), p.Stats().ClosedBy[pool.CloseLifetime])
 }
 
-func TestMinIdleIsKeptWarm(t *testing.T) {
+func TestMinIdleIsKeptWarm(t *testing.T) { run(t, testMinIdleIsKeptWarm) }
+
+func testMinIdleIsKeptWarm(t *testing.T, mode testMode) {
 	f := &fakeMgr{}
-	p := newPool(t, f, pool.Config{MaxSize: 4, MinIdle: 2})
-	require.Eventually(t, func() bool { return p.Stats().Idle == 2 }, 5*time.Second, time.Millisecond)
+	p := mode.newPool(t, f, pool.Config{MaxSize: 4, MinIdle: 2})
+	require.Equal(t, 2, settle(t, p).Idle)
 }
 
 // Close wakes waiters with ErrClosed, refuses new acquires, cancels
 // connects in flight, and is idempotent (DESIGN.md invariants 5, 7).
-func TestClose(t *testing.T) {
+func TestClose(t *testing.T) { run(t, testClose) }
+
+func testClose(t *testing.T, mode testMode) {
 	f := &fakeMgr{}
-	p, err := pool.New[*obj](f, pool.Config{MaxSize: 1})
+	p, err := pool.New[*obj](f, mode.config(pool.Config{MaxSize: 1}))
 	require.NoError(t, err)
 	held := acquire(t, p)
 	errc := make(chan error)
@@ -571,7 +611,7 @@ func TestClose(t *testing.T) {
 		_, err := p.Acquire(context.Background())
 		errc <- err
 	}()
-	require.Eventually(t, func() bool { return p.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 1, settle(t, p).Waiting)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, p.Close(ctx), context.DeadlineExceeded)
@@ -587,25 +627,27 @@ func TestClose(t *testing.T) {
 
 	// A connect in flight is cancelled.
 	f2 := &fakeMgr{connect: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }}
-	p2, err := pool.New[*obj](f2, pool.Config{MaxSize: 1})
+	p2, err := pool.New[*obj](f2, mode.config(pool.Config{MaxSize: 1}))
 	require.NoError(t, err)
 	go func() {
 		_, err := p2.Acquire(context.Background())
 		errc <- err
 	}()
-	require.Eventually(t, func() bool { return p2.Stats().Connecting == 1 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 1, settle(t, p2).Connecting)
 	require.NoError(t, p2.Close(context.Background()))
 	require.ErrorIs(t, <-errc, pool.ErrClosed, "an acquire cut short by Close says so")
 }
 
 // SetMaxSize grows (waking waiters) and shrinks (closing surplus) (DESIGN.md invariant 1).
-func TestSetMaxSize(t *testing.T) {
+func TestSetMaxSize(t *testing.T) { run(t, testSetMaxSize) }
+
+func testSetMaxSize(t *testing.T, mode testMode) {
 	f := &fakeMgr{}
-	p := newPool(t, f, pool.Config{MaxSize: 1})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 1})
 	held := acquire(t, p)
 	got := make(chan pool.Lease[*obj])
 	go func() { got <- acquire(t, p) }()
-	require.Eventually(t, func() bool { return p.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 1, settle(t, p).Waiting)
 	p.SetMaxSize(64)
 	require.GreaterOrEqual(t, p.ExchangeCap(), 65, "the exchange grows with MaxSize")
 	second := <-got
@@ -620,8 +662,10 @@ func TestSetMaxSize(t *testing.T) {
 }
 
 // The counters add up (DESIGN.md invariant 4).
-func TestStatsCounters(t *testing.T) {
-	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 2})
+func TestStatsCounters(t *testing.T) { run(t, testStatsCounters) }
+
+func testStatsCounters(t *testing.T, mode testMode) {
+	p := mode.newPool(t, &fakeMgr{}, pool.Config{MaxSize: 2})
 	a := acquire(t, p)
 	b := acquire(t, p)
 	a.Destroy()
@@ -629,7 +673,7 @@ func TestStatsCounters(t *testing.T) {
 	acquire(t, p).Release()
 	// The destroyed object keeps its slot until Manager.Close has returned on
 	// a closer goroutine: conservation holds once nothing is closing.
-	require.Eventually(t, func() bool { return p.Stats().Closing == 0 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 0, settle(t, p).Closing)
 	st := p.Stats()
 	require.Equal(t, uint64(3), st.Acquires)
 	require.Equal(t, uint64(2), st.Created)
@@ -639,8 +683,10 @@ func TestStatsCounters(t *testing.T) {
 }
 
 // Stale leases panic reliably, even after the object went to someone else.
-func TestStaleLeasePanics(t *testing.T) {
-	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
+func TestStaleLeasePanics(t *testing.T) { run(t, testStaleLeasePanics) }
+
+func testStaleLeasePanics(t *testing.T, mode testMode) {
+	p := mode.newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
 	l := acquire(t, p)
 	cp := l
 	l.Release()
@@ -661,8 +707,12 @@ func TestStaleLeasePanics(t *testing.T) {
 // Two copies of one lease released concurrently: one wins, the other panics,
 // and the object is queued once.
 func TestConcurrentDoubleReleaseQueuesOnce(t *testing.T) {
+	run(t, testConcurrentDoubleReleaseQueuesOnce)
+}
+
+func testConcurrentDoubleReleaseQueuesOnce(t *testing.T, mode testMode) {
 	f := &fakeMgr{}
-	p := newPool(t, f, pool.Config{MaxSize: 1})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 1})
 	for range 200 {
 		l := acquire(t, p)
 		var panics atomic.Int32
@@ -678,8 +728,12 @@ func TestConcurrentDoubleReleaseQueuesOnce(t *testing.T) {
 // goroutine on a pool that grew to 8, with a FIFO exchange, closes the
 // objects the load leaves idle (the per-P stack serves the load LIFO).
 func TestIdleReapingUnderSteadyLoadWithFIFOExchange(t *testing.T) {
+	run(t, testIdleReapingUnderSteadyLoadWithFIFOExchange)
+}
+
+func testIdleReapingUnderSteadyLoadWithFIFOExchange(t *testing.T, mode testMode) {
 	f := &fakeMgr{}
-	p := newPool(t, f, pool.Config{MaxSize: 8, LocalDepth: 1, Exchange: pool.ExchangeMutex, MaxIdleTime: 20 * time.Millisecond})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 8, LocalDepth: 1, Exchange: pool.ExchangeMutex, MaxIdleTime: 20 * time.Millisecond})
 	var ls []pool.Lease[*obj]
 	for range 8 {
 		ls = append(ls, acquire(t, p))
@@ -704,7 +758,8 @@ func TestIdleReapingUnderSteadyLoadWithFIFOExchange(t *testing.T) {
 			}
 		}
 	}()
-	require.Eventually(t, func() bool { return p.Stats().Live <= 2 }, 5*time.Second, time.Millisecond)
+	time.Sleep(time.Second)
+	require.LessOrEqual(t, settle(t, p).Live, 2)
 	close(stop)
 	<-done
 	require.Positive(t, p.Stats().ClosedBy[pool.CloseIdle])
@@ -713,6 +768,10 @@ func TestIdleReapingUnderSteadyLoadWithFIFOExchange(t *testing.T) {
 // A connect made for a waiter (in a slot freed by Destroy) fails:
 // the error goes to that waiter, and the slot to the next one.
 func TestConnectErrorGoesToItsWaiterAndSlotToTheNext(t *testing.T) {
+	run(t, testConnectErrorGoesToItsWaiterAndSlotToTheNext)
+}
+
+func testConnectErrorGoesToItsWaiterAndSlotToTheNext(t *testing.T, mode testMode) {
 	var calls atomic.Int32
 	f := &fakeMgr{connect: func(ctx context.Context) error {
 		if calls.Add(1) == 2 {
@@ -720,7 +779,7 @@ func TestConnectErrorGoesToItsWaiterAndSlotToTheNext(t *testing.T) {
 		}
 		return nil
 	}}
-	p := newPool(t, f, pool.Config{MaxSize: 1})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 1})
 	held := acquire(t, p)
 	first, second := make(chan error, 1), make(chan error, 1)
 	for i, ch := range []chan error{first, second} {
@@ -732,7 +791,7 @@ func TestConnectErrorGoesToItsWaiterAndSlotToTheNext(t *testing.T) {
 			ch <- err
 		}()
 		n := i + 1
-		require.Eventually(t, func() bool { return p.Stats().Waiting == n }, 5*time.Second, time.Millisecond)
+		require.Equal(t, n, settle(t, p).Waiting)
 	}
 	held.Destroy()
 	err := <-first

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -88,9 +89,11 @@ func TestProductionOptionsAreValidated(t *testing.T) {
 	}
 }
 
-func TestMaxIdleClosesSurplusOnRelease(t *testing.T) {
+func TestMaxIdleClosesSurplusOnRelease(t *testing.T) { run(t, testMaxIdleClosesSurplusOnRelease) }
+
+func testMaxIdleClosesSurplusOnRelease(t *testing.T, mode testMode) {
 	f := &fakeMgr{}
-	p := newPool(t, f, pool.Config{MaxSize: 5, MaxIdle: 2})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 5, MaxIdle: 2})
 	var ls []pool.Lease[*obj]
 	for range 5 {
 		ls = append(ls, acquire(t, p))
@@ -113,7 +116,7 @@ func TestMaxIdleClosesSurplusOnRelease(t *testing.T) {
 		}
 		close(got)
 	}()
-	require.Eventually(t, func() bool { return p.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 1, settle(t, p).Waiting)
 	held[0].Release()
 	l, ok := <-got
 	require.True(t, ok)
@@ -130,8 +133,12 @@ func blockingRecycle(ctx context.Context, _ *obj, _ manager.Metrics) error {
 }
 
 func TestCheckTimeoutClosesTheObjectButTheCallersContextDoesNot(t *testing.T) {
+	run(t, testCheckTimeoutClosesTheObjectButTheCallersContextDoesNot)
+}
+
+func testCheckTimeoutClosesTheObjectButTheCallersContextDoesNot(t *testing.T, mode testMode) {
 	f := &fakeMgr{recycle: blockingRecycle}
-	p := newPool(t, f, pool.Config{MaxSize: 2, CheckTimeout: 20 * time.Millisecond})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 2, CheckTimeout: 20 * time.Millisecond})
 	acquire(t, p).Release() // used once: the next hand-out is recycled
 
 	// The check is cut by CheckTimeout: the object is closed, and the
@@ -142,7 +149,7 @@ func TestCheckTimeoutClosesTheObjectButTheCallersContextDoesNot(t *testing.T) {
 	require.Equal(t, uint64(1), settle(t, p).ClosedBy[pool.CloseRecycle])
 
 	// The caller's deadline comes first: its error, and nothing closed.
-	p2 := newPool(t, &fakeMgr{recycle: blockingRecycle}, pool.Config{MaxSize: 2, CheckTimeout: time.Hour})
+	p2 := mode.newPool(t, &fakeMgr{recycle: blockingRecycle}, pool.Config{MaxSize: 2, CheckTimeout: time.Hour})
 	acquire(t, p2).Release()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
@@ -154,7 +161,11 @@ func TestCheckTimeoutClosesTheObjectButTheCallersContextDoesNot(t *testing.T) {
 }
 
 func TestLeaseMetricsDescribeTheLeasedObject(t *testing.T) {
-	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 2})
+	run(t, testLeaseMetricsDescribeTheLeasedObject)
+}
+
+func testLeaseMetricsDescribeTheLeasedObject(t *testing.T, mode testMode) {
+	p := mode.newPool(t, &fakeMgr{}, pool.Config{MaxSize: 2})
 	before := time.Now()
 	l := acquire(t, p)
 	m := l.Metrics()
@@ -169,6 +180,10 @@ func TestLeaseMetricsDescribeTheLeasedObject(t *testing.T) {
 }
 
 func TestObserverSeesEveryAcquirePathConnectAndClose(t *testing.T) {
+	synctest.Test(t, testObserverSeesEveryAcquirePathConnectAndClose)
+}
+
+func testObserverSeesEveryAcquirePathConnectAndClose(t *testing.T) {
 	ptest.OneP(t) // the local path needs the release and the Acquire on one P
 	r := newRecorder()
 	f := &fakeMgr{}
@@ -212,7 +227,7 @@ func TestObserverSeesEveryAcquirePathConnectAndClose(t *testing.T) {
 		}
 		got <- err
 	}()
-	require.Eventually(t, func() bool { return p.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 1, settle(t, p).Waiting)
 	l.Release()
 	require.NoError(t, <-got)
 	require.Equal(t, pool.PathWait, r.lastAcquire().Path)
@@ -242,19 +257,24 @@ func TestObserverSeesConnectErrors(t *testing.T) {
 }
 
 func TestWaitHistogramCountsBlockedAcquires(t *testing.T) {
+	run(t, testWaitHistogramCountsBlockedAcquires)
+}
+
+func testWaitHistogramCountsBlockedAcquires(t *testing.T, mode testMode) {
 	var p *pool.Pool[*obj]
 	f := &fakeMgr{connect: func(context.Context) error {
-		p.AdvanceClock(100 * time.Millisecond) // the connect "takes" 100ms
+		time.Sleep(100 * time.Millisecond) // on the bubble's clock
 		return nil
 	}}
-	p = newPool(t, f, pool.Config{MaxSize: 2})
+	p = mode.newPool(t, f, pool.Config{MaxSize: 2})
 	l := acquire(t, p) // connects: blocked
 	l.Release()
 	acquire(t, p).Release() // idle: not blocked
 	s := p.Stats()
 	require.Equal(t, uint64(1), s.Blocked)
-	require.GreaterOrEqual(t, s.BlockedTime, 100*time.Millisecond)
+	require.Equal(t, 100*time.Millisecond, s.BlockedTime)
 	require.Zero(t, s.WaitBuckets[16], "nothing at or below %v", pool.WaitBucketBound(16))
+	require.Equal(t, uint64(1), s.WaitBuckets[17], "100ms is at or below %v", pool.WaitBucketBound(17))
 	require.Equal(t, uint64(1), s.WaitBuckets[pool.NumWaitBuckets-1])
 	for i := 1; i < pool.NumWaitBuckets; i++ {
 		require.LessOrEqual(t, s.WaitBuckets[i-1], s.WaitBuckets[i], "cumulative")
@@ -263,8 +283,10 @@ func TestWaitHistogramCountsBlockedAcquires(t *testing.T) {
 }
 
 // Timeouts carry the pool's state (TestTimeouts); a cancellation does not.
-func TestCancellationErrorCarriesNoState(t *testing.T) {
-	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
+func TestCancellationErrorCarriesNoState(t *testing.T) { run(t, testCancellationErrorCarriesNoState) }
+
+func testCancellationErrorCarriesNoState(t *testing.T, mode testMode) {
+	p := mode.newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})
 	l := acquire(t, p)
 	defer l.Release()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -280,18 +302,24 @@ func leakyAcquire(t *testing.T, p *pool.Pool[*obj]) pool.Lease[*obj] {
 }
 
 func TestLeakIsReportedOnceWithTheAcquiresStack(t *testing.T) {
+	synctest.Test(t, testLeakIsReportedOnceWithTheAcquiresStack)
+}
+
+func testLeakIsReportedOnceWithTheAcquiresStack(t *testing.T) {
 	r := newRecorder()
 	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 2, LeakThreshold: 20 * time.Millisecond, Observer: r})
 	acquire(t, p).Release() // short: no report
 	l := leakyAcquire(t, p)
+	time.Sleep(40 * time.Millisecond) // the maintainer looks every tick (2.5 ms)
 	var ev pool.LeakEvent
 	select {
 	case ev = <-r.leaks:
-	case <-time.After(5 * time.Second):
+	default:
 		t.Fatal("no leak report")
 	}
 	require.Equal(t, uint64(1), ev.ID)
 	require.GreaterOrEqual(t, ev.Held, 20*time.Millisecond)
+	require.Less(t, ev.Held, 20*time.Millisecond+pool.TickFor(pool.Config{LeakThreshold: 20 * time.Millisecond}), "found at the first tick at or past the threshold")
 	require.True(t, strings.HasPrefix(ev.Stack, "github.com/poolkit/poolkit/pool_test.acquire\n"), ev.Stack)
 	require.Contains(t, ev.Stack, "pool_test.leakyAcquire")
 	p.FindLeaks()
@@ -302,23 +330,29 @@ func TestLeakIsReportedOnceWithTheAcquiresStack(t *testing.T) {
 }
 
 func TestLeakDetectionWorksWithoutObserver(t *testing.T) {
-	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1, LeakThreshold: time.Millisecond})
+	run(t, testLeakDetectionWorksWithoutObserver)
+}
+
+func testLeakDetectionWorksWithoutObserver(t *testing.T, mode testMode) {
+	p := mode.newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1, LeakThreshold: time.Millisecond})
 	l := acquire(t, p)
-	require.Eventually(t, func() bool { return p.Stats().Leaks == 1 }, 5*time.Second, time.Millisecond)
+	time.Sleep(10 * time.Millisecond)
+	require.Equal(t, uint64(1), settle(t, p).Leaks)
 	l.Release()
 	// The record of an ended lease is never reported.
 	l = acquire(t, p)
 	l.Release()
-	p.AdvanceClock(time.Second)
-	p.FindLeaks()
-	require.Equal(t, uint64(1), p.Stats().Leaks)
+	time.Sleep(time.Second)
+	require.Equal(t, uint64(1), settle(t, p).Leaks)
 }
 
 // Warm returns once MinIdle objects exist, and again at once when they do.
 // (That the connects it starts carry its context's values is checked with
 // an Observer: TestObserverSeesEveryAcquirePathConnectAndClose.)
-func TestWarmConnectsMinIdle(t *testing.T) {
-	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 8, MinIdle: 5})
+func TestWarmConnectsMinIdle(t *testing.T) { run(t, testWarmConnectsMinIdle) }
+
+func testWarmConnectsMinIdle(t *testing.T, mode testMode) {
+	p := mode.newPool(t, &fakeMgr{}, pool.Config{MaxSize: 8, MinIdle: 5})
 	ctx := context.WithValue(context.Background(), spanKey{}, "span")
 	require.NoError(t, p.Warm(ctx))
 	require.GreaterOrEqual(t, p.Stats().Live, 5)
@@ -326,6 +360,10 @@ func TestWarmConnectsMinIdle(t *testing.T) {
 }
 
 func TestWarmReturnsTheFirstConnectErrorWhenItsContextEnds(t *testing.T) {
+	run(t, testWarmReturnsTheFirstConnectErrorWhenItsContextEnds)
+}
+
+func testWarmReturnsTheFirstConnectErrorWhenItsContextEnds(t *testing.T, mode testMode) {
 	var n int
 	var mu sync.Mutex
 	f := &fakeMgr{connect: func(context.Context) error {
@@ -334,7 +372,7 @@ func TestWarmReturnsTheFirstConnectErrorWhenItsContextEnds(t *testing.T) {
 		n++
 		return errors.New("connect " + strings.Repeat("I", n))
 	}}
-	p := newPool(t, f, pool.Config{MaxSize: 2, MinIdle: 2})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 2, MinIdle: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	err := p.Warm(ctx)
@@ -345,6 +383,10 @@ func TestWarmReturnsTheFirstConnectErrorWhenItsContextEnds(t *testing.T) {
 }
 
 func TestHealthCheckClosesDeadIdleObjectsAndReplacesThem(t *testing.T) {
+	run(t, testHealthCheckClosesDeadIdleObjectsAndReplacesThem)
+}
+
+func testHealthCheckClosesDeadIdleObjectsAndReplacesThem(t *testing.T, mode testMode) {
 	f := &fakeMgr{}
 	f.recycle = func(_ context.Context, o *obj, _ manager.Metrics) error {
 		if o.id <= 3 {
@@ -352,12 +394,12 @@ func TestHealthCheckClosesDeadIdleObjectsAndReplacesThem(t *testing.T) {
 		}
 		return nil
 	}
-	p := newPool(t, f, pool.Config{MaxSize: 6, MinIdle: 3, HealthCheckPeriod: 10 * time.Millisecond})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 6, MinIdle: 3, HealthCheckPeriod: 10 * time.Millisecond})
 	require.NoError(t, p.Warm(context.Background()))
-	require.Eventually(t, func() bool {
-		s := p.Stats()
-		return s.ClosedBy[pool.CloseHealthCheck] == 3 && s.Idle == 3 && s.Closing == 0
-	}, 5*time.Second, time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // ten periods
+	s := settle(t, p)
+	require.Equal(t, uint64(3), s.ClosedBy[pool.CloseHealthCheck])
+	require.Equal(t, 3, s.Idle)
 	var ls []pool.Lease[*obj]
 	for range 3 {
 		l := acquire(t, p)
@@ -367,12 +409,16 @@ func TestHealthCheckClosesDeadIdleObjectsAndReplacesThem(t *testing.T) {
 	for _, l := range ls {
 		l.Release()
 	}
-	s := p.Stats()
+	s = p.Stats()
 	require.Zero(t, s.ClosedBy[pool.CloseRecycle], "the health checks, not the acquires, found them")
 	require.GreaterOrEqual(t, s.HealthChecks, uint64(3))
 }
 
 func TestObjectUnderHealthCheckIsNotHandedOutAndNobodyWaitsForIt(t *testing.T) {
+	run(t, testObjectUnderHealthCheckIsNotHandedOutAndNobodyWaitsForIt)
+}
+
+func testObjectUnderHealthCheckIsNotHandedOutAndNobodyWaitsForIt(t *testing.T, mode testMode) {
 	inCheck := make(chan struct{}, 1)
 	release := make(chan struct{})
 	f := &fakeMgr{}
@@ -383,7 +429,7 @@ func TestObjectUnderHealthCheckIsNotHandedOutAndNobodyWaitsForIt(t *testing.T) {
 		}
 		return nil
 	}
-	p := newPool(t, f, pool.Config{MaxSize: 2, HealthCheckPeriod: 5 * time.Millisecond})
+	p := mode.newPool(t, f, pool.Config{MaxSize: 2, HealthCheckPeriod: 5 * time.Millisecond})
 	ctx := context.WithValue(context.Background(), spanKey{}, "acquirer")
 	l, err := p.Acquire(ctx)
 	require.NoError(t, err)
@@ -399,7 +445,9 @@ func TestObjectUnderHealthCheckIsNotHandedOutAndNobodyWaitsForIt(t *testing.T) {
 // The slog observer logs connect failures, failed acquires and leaks at
 // Warn (the leak with its stack), slow acquires at Info, and nothing for a
 // quick successful Acquire.
-func TestSlogObserverLevels(t *testing.T) {
+func TestSlogObserverLevels(t *testing.T) { synctest.Test(t, testSlogObserverLevels) }
+
+func testSlogObserverLevels(t *testing.T) {
 	var buf strings.Builder
 	var mu sync.Mutex
 	h := slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
@@ -413,7 +461,7 @@ func TestSlogObserverLevels(t *testing.T) {
 		if fail {
 			return errFake
 		}
-		p.AdvanceClock(time.Second) // a slow connect
+		time.Sleep(time.Second) // a slow connect
 		return nil
 	}}
 	p = newPool(t, f, pool.Config{MaxSize: 1, LeakThreshold: time.Millisecond,
@@ -422,13 +470,10 @@ func TestSlogObserverLevels(t *testing.T) {
 	require.ErrorIs(t, err, errFake)
 	fail = false
 	l := acquire(t, p)
-	var out string
-	require.Eventually(t, func() bool { // the leak's line
-		mu.Lock()
-		defer mu.Unlock()
-		out = buf.String()
-		return strings.Count(out, "\n") == 4
-	}, 5*time.Second, time.Millisecond)
+	time.Sleep(10 * time.Millisecond) // the leak's line
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
 	l.Release()
 	acquire(t, p).Release()
 	mu.Lock()
@@ -441,7 +486,7 @@ func TestSlogObserverLevels(t *testing.T) {
 	require.Contains(t, lines[2], `level=INFO msg="pool: slow acquire"`)
 	require.Contains(t, lines[2], `path=connect id=1`)
 	require.Contains(t, lines[3], `level=WARN msg="pool: lease held too long (leak?)" id=1`)
-	require.Contains(t, lines[3], `TestSlogObserverLevels`)
+	require.Contains(t, lines[3], `pool_test.testSlogObserverLevels`)
 }
 
 type writerFunc func([]byte) (int, error)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -18,11 +19,10 @@ import (
 	"github.com/poolkit/poolkit/pool"
 )
 
-// WaitFor waits, up to 10 s, until cond holds.
-func WaitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	require.Eventually(t, cond, 10*time.Second, time.Millisecond)
-}
+// TimedOutWait is how long the one Acquire of DrivePool that times out
+// waits, on the bubble's clock: the only blocked Acquire that takes any
+// time.
+const TimedOutWait = 5 * time.Millisecond
 
 // DrivePool brings a pool of MaxSize 2 to a known state: one connection
 // used, one idle; three created and one destroyed; four acquires; three
@@ -30,6 +30,13 @@ func WaitFor(t *testing.T, cond func() bool) {
 // third connection, which waits in line for its connect); and, while wait
 // runs, one Acquire waiting in line. It returns once that waiter has given
 // up (cancelled), with the pool quiescent.
+//
+// It must run in a synctest bubble (synctest.Test), which it settles with
+// synctest.Wait rather than by polling. The waits are timed on the bubble's
+// clock, so the wait histogram is known exactly: five blocked Acquires (two
+// connects, the timed-out and the cancelled waits, and the third
+// connection's), of which only the timed-out one lasted any time,
+// TimedOutWait.
 func DrivePool(t *testing.T, wait func(*pool.Pool[int])) *pool.Pool[int] {
 	t.Helper()
 	var n atomic.Int64
@@ -49,7 +56,7 @@ func DrivePool(t *testing.T, wait func(*pool.Pool[int])) *pool.Pool[int] {
 	b, err := p.Acquire(ctx)
 	require.NoError(t, err)
 
-	tctx, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+	tctx, cancel := context.WithTimeout(ctx, TimedOutWait)
 	_, err = p.Acquire(tctx) // full: waits, times out
 	cancel()
 	require.ErrorIs(t, err, pool.ErrTimeout)
@@ -60,7 +67,8 @@ func DrivePool(t *testing.T, wait func(*pool.Pool[int])) *pool.Pool[int] {
 		_, err := p.Acquire(cctx) // full: waits until cancelled
 		done <- err
 	}()
-	WaitFor(t, func() bool { return p.Stats().Waiting == 1 })
+	synctest.Wait()
+	require.Equal(t, 1, p.Stats().Waiting)
 	wait(p)
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
@@ -75,12 +83,16 @@ func DrivePool(t *testing.T, wait func(*pool.Pool[int])) *pool.Pool[int] {
 		assert.NoError(t, err)
 		got <- d
 	}()
-	WaitFor(t, func() bool { return p.Stats().Waiting == 1 })
+	synctest.Wait()
+	require.Equal(t, 1, p.Stats().Waiting)
 	close(closeGate)
 	d := <-got
 	d.Release()
 	t.Cleanup(c.Release) // c stays leased until the test ends (before Close: cleanups run last first)
-	WaitFor(t, func() bool { s := p.Stats(); return s.Closing == 0 && s.Idle == 1 })
+	synctest.Wait()
+	s := p.Stats()
+	require.Zero(t, s.Closing)
+	require.Equal(t, 1, s.Idle)
 	return p
 }
 
