@@ -45,16 +45,18 @@ func unresponsiveAddr(t *testing.T) string {
 }
 
 // requireDialTimedOut checks that a Connect that started at start failed with
-// a timeout after about want.
+// a deadline's timeout, and not before want had passed: a deadline never
+// fires early, so that bound holds however loaded the machine. (No upper
+// bound: a dial that ignored its deadline would end, much later, with the
+// kernel's ETIMEDOUT, which is not context.DeadlineExceeded.)
 func requireDialTimedOut(t *testing.T, conn net.Conn, err error, start time.Time, want time.Duration) {
 	t.Helper()
-	elapsed := time.Since(start)
+	returned := time.Now()
 	require.Nil(t, conn)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	var netErr net.Error
 	require.True(t, errors.As(err, &netErr) && netErr.Timeout(), "want a timeout, got %v", err)
-	require.GreaterOrEqual(t, elapsed, want)
-	require.Less(t, elapsed, want+5*time.Second, "the dial outlived its deadline")
+	require.False(t, returned.Before(start.Add(want)), "the dial ended before its deadline")
 }
 
 func TestDialerConnectHonoursTimeout(t *testing.T) {

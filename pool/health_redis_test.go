@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/poolkit/poolkit/internal/testutil/pooltest"
 	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"
 )
@@ -74,14 +75,14 @@ func TestHealthChecksReplaceKilledRedisConnections(t *testing.T) {
 		CloseFunc:   d.Close,
 	}
 	const n = 4
-	w := newEventWatch()
+	w := pooltest.NewEvents()
 	p, err := pool.New[net.Conn](m, pool.Config{MaxSize: n, MinIdle: n, HealthCheckPeriod: 50 * time.Millisecond, Observer: w})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close(context.Background())) })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, p.Warm(ctx), "Redis at %s does not answer", envRedisAddr)
-	w.await(t, ctx, w.connects, n, "Warm's connects")
+	w.AwaitConnects(ctx, t, n) // Warm's
 
 	admin, err := d.Connect(ctx)
 	require.NoError(t, err)
@@ -98,8 +99,8 @@ func TestHealthChecksReplaceKilledRedisConnections(t *testing.T) {
 
 	// The health checks close every killed connection, and the maintainer
 	// connects a replacement for each.
-	w.await(t, ctx, w.healthCloses, n, "closes by a health check")
-	w.await(t, ctx, w.connects, n, "replacements")
+	w.AwaitHealthCloses(ctx, t, n)
+	w.AwaitConnects(ctx, t, n)
 	require.Equal(t, uint64(n), p.Stats().ClosedBy[pool.CloseHealthCheck])
 	var ls []pool.Lease[net.Conn]
 	for range n {
@@ -115,49 +116,4 @@ func TestHealthChecksReplaceKilledRedisConnections(t *testing.T) {
 		l.Release()
 	}
 	require.Zero(t, p.Stats().ClosedBy[pool.CloseRecycle], "the health checks, not the acquires, found them")
-}
-
-// eventWatch is an Observer that signals every health-check close and every
-// successful connect, so that a test against a real server waits for them
-// rather than polling the pool.
-type eventWatch struct {
-	pool.NopObserver
-	healthCloses, connects chan struct{}
-}
-
-func newEventWatch() *eventWatch {
-	return &eventWatch{healthCloses: make(chan struct{}, 64), connects: make(chan struct{}, 64)}
-}
-
-func (w *eventWatch) Closed(_ context.Context, ev pool.CloseEvent) {
-	if ev.Reason == pool.CloseHealthCheck {
-		signal(w.healthCloses)
-	}
-}
-
-func (w *eventWatch) ConnectEnd(_ context.Context, ev pool.ConnectEvent) {
-	if ev.Err == nil {
-		signal(w.connects)
-	}
-}
-
-// signal sends on ch without blocking the pool's goroutine (the test reads
-// far fewer than ch holds).
-func signal(ch chan<- struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
-
-// await receives n signals from ch, failing the test if ctx ends first.
-func (w *eventWatch) await(t *testing.T, ctx context.Context, ch <-chan struct{}, n int, what string) {
-	t.Helper()
-	for i := range n {
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			t.Fatalf("%s: %d of %d before %v", what, i, n, ctx.Err())
-		}
-	}
 }

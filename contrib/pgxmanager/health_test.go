@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/poolkit/poolkit/internal/testutil/pooltest"
 	"github.com/poolkit/poolkit/pool"
 )
 
@@ -22,8 +23,9 @@ func TestHealthChecksReplaceTerminatedBackends(t *testing.T) {
 	a := dialAdmin(t)
 	name := uniqueName(t)
 	const n = 4
+	events := pooltest.NewEvents()
 	p, err := pool.New[*pgx.Conn](newManager(t, config(t, name)),
-		pool.Config{MaxSize: n, MinIdle: n, HealthCheckPeriod: 50 * time.Millisecond})
+		pool.Config{MaxSize: n, MinIdle: n, HealthCheckPeriod: 50 * time.Millisecond, Observer: events})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -32,9 +34,11 @@ func TestHealthChecksReplaceTerminatedBackends(t *testing.T) {
 	})
 	ctx := ctxFor(t, 30*time.Second)
 	require.NoError(t, p.Warm(ctx))
+	events.AwaitConnects(ctx, t, n) // Warm's
+	// The server lists the backends asynchronously.
 	eventually(t, 5*time.Second, func() (bool, string) {
 		got, _ := a.backends(name)
-		return got == n && p.Stats().Idle == n, fmt.Sprintf("%d backends, %d idle", got, p.Stats().Idle)
+		return got == n, fmt.Sprintf("%d backends", got)
 	})
 	rows, err := a.c.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", name)
 	require.NoError(t, err)
@@ -42,11 +46,11 @@ func TestHealthChecksReplaceTerminatedBackends(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, n, a.terminate(name))
 
-	eventually(t, 5*time.Second, func() (bool, string) {
-		s := p.Stats()
-		return s.ClosedBy[pool.CloseHealthCheck] == n && s.Idle == n && s.Closing == 0,
-			fmt.Sprintf("%d closed by health checks, %d idle", s.ClosedBy[pool.CloseHealthCheck], s.Idle)
-	})
+	// The health checks close every terminated backend's connection, and
+	// the maintainer connects a replacement for each.
+	events.AwaitHealthCloses(ctx, t, n)
+	events.AwaitConnects(ctx, t, n)
+	require.Equal(t, uint64(n), p.Stats().ClosedBy[pool.CloseHealthCheck])
 	var ls []pool.Lease[*pgx.Conn]
 	for range n {
 		l, err := p.Acquire(ctx)

@@ -61,10 +61,8 @@ func TestAcquireFromAClosedPortReturnsTheDialError(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	start := time.Now()
-	_, err = p.Acquire(ctx)
+	_, err = p.Acquire(ctx) // a dial that hung instead would end with ctx's deadline: not refused
 	requireRefused(t, err)
-	require.Less(t, time.Since(start), 5*time.Second, "a refused dial fails at once, not at a timeout")
 	require.EqualValues(t, 1, dials.Load())
 	require.Zero(t, p.Stats().Live, "a failed connect frees its slot")
 }

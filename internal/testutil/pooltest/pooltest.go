@@ -1,7 +1,8 @@
 // Package pooltest drives a pool (and a byte pool) to a state known in
 // advance, for the tests of the packages that export pool.Stats and
 // bytepool.Stats (contrib/poolprom, contrib/poolotel): each checks its own names
-// and values against the same state.
+// and values against the same state. Its Events observer lets a test against
+// a real server wait for what the pool did, rather than poll it.
 package pooltest
 
 import (
@@ -113,4 +114,63 @@ func DriveBytes(t *testing.T) *bytepool.Pool {
 	_ = bp.Get(4096)
 	bp.Put(make([]byte, 0, 8))
 	return bp
+}
+
+// Events is a pool.Observer that signals every close by a health check and
+// every successful connect, so that a test against a real server, which
+// cannot run on synctest's clock, waits for them instead of polling the
+// pool's state.
+type Events struct {
+	pool.NopObserver
+	healthCloses, connects chan struct{}
+}
+
+// NewEvents returns an Events; it holds up to 1024 unawaited signals of each
+// kind and drops any beyond (it never blocks the pool).
+func NewEvents() *Events {
+	return &Events{healthCloses: make(chan struct{}, 1024), connects: make(chan struct{}, 1024)}
+}
+
+func (e *Events) Closed(_ context.Context, ev pool.CloseEvent) {
+	if ev.Reason == pool.CloseHealthCheck {
+		signal(e.healthCloses)
+	}
+}
+
+func (e *Events) ConnectEnd(_ context.Context, ev pool.ConnectEvent) {
+	if ev.Err == nil {
+		signal(e.connects)
+	}
+}
+
+func signal(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// AwaitConnects waits for n successful connects not awaited before, failing
+// the test if ctx ends first.
+func (e *Events) AwaitConnects(ctx context.Context, t testing.TB, n int) {
+	t.Helper()
+	await(ctx, t, e.connects, n, "successful connects")
+}
+
+// AwaitHealthCloses waits for n closes by a health check not awaited before,
+// failing the test if ctx ends first.
+func (e *Events) AwaitHealthCloses(ctx context.Context, t testing.TB, n int) {
+	t.Helper()
+	await(ctx, t, e.healthCloses, n, "closes by a health check")
+}
+
+func await(ctx context.Context, t testing.TB, ch <-chan struct{}, n int, what string) {
+	t.Helper()
+	for i := range n {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("pooltest: %d of %d %s before %v", i, n, what, ctx.Err())
+		}
+	}
 }
