@@ -1,15 +1,15 @@
 // Package pgxmanager pools PostgreSQL connections of jackc/pgx
 // (*pgx.Conn) with poolkit's pool.
 //
-// Manager is a manager.Manager[*pgx.Conn], built from a connection string
-// (ParseConfig) or a *pgx.ConnConfig: Connect opens a connection and runs an
+// [Manager] is a manager.Manager[*pgx.Conn], built from a connection string
+// ([ParseConfig]) or a *pgx.ConnConfig: Connect opens a connection and runs an
 // AfterConnect hook; Recycle checks a connection before it is handed out
 // again, without a round trip unless it has been idle for PingAfter (then a
 // ping bounded by PingTimeout), and without ever waiting on pgconn's
 // background reader; its CheckRelease refuses a connection released closed,
 // busy or inside a transaction; Close is bounded by CloseTimeout.
 //
-// Pool is a small facade over pool.Pool[*pgx.Conn] with pgxpool's
+// [Pool] is a small facade over pool.Pool[*pgx.Conn] with pgxpool's
 // query methods (Exec, Query, QueryRow, SendBatch, Begin, BeginTx,
 // CopyFrom, Ping), each acquiring a connection and releasing it when the
 // call is done with it.
@@ -35,7 +35,7 @@
 //
 // pgxpool.Config's fields map to pool.Config (MaxConns: MaxSize, MinIdleConns:
 // MinIdle, MaxConnLifetime: MaxLifetime, MaxConnLifetimeJitter:
-// LifetimeJitter, MaxConnIdleTime: MaxIdleTime) and to Config (AfterConnect;
+// LifetimeJitter, MaxConnIdleTime: MaxIdleTime) and to [Config] (AfterConnect;
 // a ping after PingAfter idle, as pgxpool's default ShouldPing). Remove a
 // connection string's pool_* parameters: pgx.ParseConfig passes them on to
 // the server as settings, which it refuses ("unrecognized configuration

@@ -11,25 +11,25 @@ import (
 	"github.com/poolkit/poolkit/manager"
 )
 
-// Defaults for the zero values of Config.
+// Defaults for the zero values of [Config].
 const (
-	// DefaultPingAfter is Config.PingAfter's default: Recycle pings a
+	// DefaultPingAfter is [Config.PingAfter]'s default: Recycle pings a
 	// connection idle for a second or more, as pgxpool does.
 	DefaultPingAfter = time.Second
-	// DefaultPingTimeout is Config.PingTimeout's default.
+	// DefaultPingTimeout is [Config.PingTimeout]'s default.
 	DefaultPingTimeout = 5 * time.Second
-	// DefaultCloseTimeout is Config.CloseTimeout's default.
+	// DefaultCloseTimeout is [Config.CloseTimeout]'s default.
 	DefaultCloseTimeout = 5 * time.Second
 )
 
-// ErrNotReusable is matched (errors.Is) by every error Recycle and
+// ErrNotReusable is matched ([errors.Is]) by every error Recycle and
 // CheckRelease return for a connection that must not be handed out again.
 var ErrNotReusable = errors.New("pgxmanager: connection not reusable")
 
-// ErrInvalidConfig is matched by every error New returns for a bad Config.
+// ErrInvalidConfig is matched by every error New returns for a bad [Config].
 var ErrInvalidConfig = errors.New("pgxmanager: invalid config")
 
-// Config configures a Manager. Zero values mean the documented defaults; New
+// Config configures a [Manager]. Zero values mean the documented defaults; New
 // returns an error naming the field for any invalid value.
 type Config struct {
 	// ConnConfig is what pgx.ConnectConfig takes; it must come from
@@ -55,7 +55,7 @@ type Config struct {
 }
 
 // ParseConfig parses a connection string (URL or key=value, as
-// pgx.ParseConfig) into a Config with the defaults.
+// pgx.ParseConfig) into a [Config] with the defaults.
 func ParseConfig(connString string) (Config, error) {
 	cc, err := pgx.ParseConfig(connString)
 	if err != nil {
@@ -65,7 +65,7 @@ func ParseConfig(connString string) (Config, error) {
 }
 
 // Manager is a manager.Manager[*pgx.Conn] that also implements
-// manager.ReleaseChecker: Connect opens a connection (then runs AfterConnect),
+// [manager.ReleaseChecker]: Connect opens a connection (then runs AfterConnect),
 // Recycle checks it before each reuse, CheckRelease refuses one released in
 // a state the next user must not inherit, and Close closes it within
 // CloseTimeout. It is immutable once made and safe for concurrent use.
@@ -82,8 +82,8 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: Config."+format, append([]any{ErrInvalidConfig}, args...)...)
 }
 
-// New returns a Manager for cfg. It returns an error matching
-// ErrInvalidConfig, naming the field, if cfg is invalid.
+// New returns a [Manager] for cfg. It returns an error matching
+// [ErrInvalidConfig], naming the field, if cfg is invalid.
 func New(cfg Config) (*Manager, error) {
 	switch {
 	case cfg.ConnConfig == nil:
@@ -132,7 +132,7 @@ var doneCtx = func() context.Context {
 }()
 
 // Recycle reports whether c may be handed out again. Every error it returns
-// matches ErrNotReusable.
+// matches [ErrNotReusable].
 //
 // First the checks of CheckRelease, with no I/O. Then, if c has been idle
 // for less than PingAfter (by met.LastUsed, which the pool records on a
@@ -148,7 +148,7 @@ var doneCtx = func() context.Context {
 // peeks only when pgconn.PgConn.SyncConn, asked under a context that has
 // already ended, reports that no reader runs and nothing is buffered; when
 // one runs, Recycle pings instead, and the ping's reply ends the parked read.
-// Over TLS the socket cannot be peeked (see manager.Dialer.Recycle): only
+// Over TLS the socket cannot be peeked (see [manager.Dialer.Recycle]): only
 // the ping after PingAfter checks the connection.
 //
 // A connection with unread data (the server's notifications of a LISTEN, a

@@ -19,13 +19,13 @@ import (
 // it returns are not.
 //
 // A connection is released, never destroyed, by these methods: the
-// Manager's CheckRelease closes one left closed, busy or in a transaction.
+// [Manager]'s CheckRelease closes one left closed, busy or in a transaction.
 type Pool struct {
 	p *pool.Pool[*pgx.Conn]
 }
 
-// NewPool returns a Pool over a pool.Pool of connections made by m. cfg is
-// the pool's configuration; pool.New's error (naming a bad field) is
+// NewPool returns a [Pool] over a [pool.Pool] of connections made by m. cfg is
+// the pool's configuration; [pool.New]'s error (naming a bad field) is
 // returned.
 func NewPool(m *Manager, cfg pool.Config) (*Pool, error) {
 	p, err := pool.New[*pgx.Conn](m, cfg)
@@ -35,8 +35,8 @@ func NewPool(m *Manager, cfg pool.Config) (*Pool, error) {
 	return &Pool{p: p}, nil
 }
 
-// Open parses connString (see ParseConfig) and returns a Pool of its
-// connections with the Manager's defaults and the pool configuration cfg.
+// Open parses connString (see [ParseConfig]) and returns a [Pool] of its
+// connections with the [Manager]'s defaults and the pool configuration cfg.
 // It does not connect: the first query does (or the pool's maintainer, with
 // cfg.MinIdle set).
 func Open(connString string, cfg pool.Config) (*Pool, error) {
@@ -54,7 +54,7 @@ func Open(connString string, cfg pool.Config) (*Pool, error) {
 // Pool returns the underlying pool, for Acquire, Stats, SetMaxSize, Reset.
 func (p *Pool) Pool() *pool.Pool[*pgx.Conn] { return p.p }
 
-// Acquire returns a lease on a connection (see pool.Pool.Acquire). Release
+// Acquire returns a lease on a connection (see [pool.Pool.Acquire]). Release
 // it when done; it must not be used afterwards.
 func (p *Pool) Acquire(ctx context.Context) (pool.Lease[*pgx.Conn], error) {
 	return p.p.Acquire(ctx)
@@ -63,7 +63,7 @@ func (p *Pool) Acquire(ctx context.Context) (pool.Lease[*pgx.Conn], error) {
 // Stats returns the pool's statistics.
 func (p *Pool) Stats() pool.Stats { return p.p.Stats() }
 
-// Close closes the pool (see pool.Pool.Close): it returns once every
+// Close closes the pool (see [pool.Pool.Close]): it returns once every
 // connection is closed, leased ones included once they are released, or
 // ctx's error.
 func (p *Pool) Close(ctx context.Context) error { return p.p.Close(ctx) }

@@ -9,10 +9,10 @@ import (
 	"github.com/poolkit/poolkit/pool"
 )
 
-// NewObserver returns a pool.Observer (for Config.Observer) that records, on
+// NewObserver returns a [pool.Observer] (for Config.Observer) that records, on
 // meter, every Acquire's wait in db.client.connection.wait_time and every
 // connect's time in db.client.connection.create_time (histograms in seconds,
-// with the semantic conventions' attributes: PoolNameKey = opt.Name, plus
+// with the semantic conventions' attributes: [PoolNameKey] = opt.Name, plus
 // opt.Attributes). Failed acquires and connects are recorded too, with
 // error.type set to "_OTHER", as the conventions ask. To add tracing or logs
 // as well, call it from an Observer of your own. It returns an error if

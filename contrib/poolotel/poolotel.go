@@ -1,13 +1,13 @@
 // Package poolotel exports the statistics of poolkit's pools through the
-// OpenTelemetry metrics API: ObservePool for a pool.Pool (pool.Stats),
-// ObserveBytes for a bytepool.Pool (bytepool.Stats). Both use asynchronous
+// OpenTelemetry metrics API: [ObservePool] for a [pool.Pool] ([pool.Stats]),
+// [ObserveBytes] for a [bytepool.Pool] ([bytepool.Stats]). Both use asynchronous
 // instruments and one callback that reads one Stats snapshot per
 // collection; nothing runs between collections and the pools' hot paths pay
 // nothing. Unregister the returned registration to stop.
 //
 // The semantic conventions' histograms of each acquire's wait and each
-// connect's time cannot be read from snapshots: NewObserver returns a
-// pool.Observer (Config.Observer) that records them as they happen,
+// connect's time cannot be read from snapshots: [NewObserver] returns a
+// [pool.Observer] (Config.Observer) that records them as they happen,
 //
 //	db.client.connection.wait_time                           Histogram s: time to obtain a connection, every Acquire (AcquireEvent.Wait)
 //	db.client.connection.create_time                         Histogram s: time to make a connection, every Manager.Connect
@@ -82,11 +82,11 @@ type Options struct {
 	Attributes []attribute.KeyValue
 }
 
-// PoolStatser is what ObservePool reads: a *pool.Pool[T] of any T, or a
+// PoolStatser is what [ObservePool] reads: a *pool.Pool[T] of any T, or a
 // facade over one (such as pgxmanager.Pool).
 type PoolStatser interface{ Stats() pool.Stats }
 
-// BytesStatser is what ObserveBytes reads: a *bytepool.Pool.
+// BytesStatser is what [ObserveBytes] reads: a *[bytepool.Pool].
 type BytesStatser interface{ Stats() bytepool.Stats }
 
 // instrument declares an Int64 asynchronous instrument: a Counter (counter
@@ -250,7 +250,7 @@ func ObservePool(meter metric.Meter, p PoolStatser, opt Options) (metric.Registr
 // ObserveBytes registers, on meter, asynchronous instruments that report
 // p's statistics at each collection (see the package doc for the metrics).
 // It returns an error if opt.Name is empty or an instrument cannot be made.
-// bytepool.Stats allocates: one snapshot per collection.
+// [bytepool.Stats] allocates: one snapshot per collection.
 func ObserveBytes(meter metric.Meter, p BytesStatser, opt Options) (metric.Registration, error) {
 	o, err := newObserver[bytepool.Stats](BytesNameKey, opt)
 	if err != nil {

@@ -1,13 +1,13 @@
 // Package poolprom exports the statistics of poolkit's pools to Prometheus:
-// NewPoolCollector for a pool.Pool (pool.Stats), NewBytesCollector for a
-// bytepool.Pool (bytepool.Stats). Each is a prometheus.Collector that reads
+// [NewPoolCollector] for a [pool.Pool] ([pool.Stats]), [NewBytesCollector] for a
+// [bytepool.Pool] ([bytepool.Stats]). Each is a prometheus.Collector that reads
 // one Stats snapshot per scrape; nothing runs between scrapes and the pools'
 // hot paths pay nothing.
 //
 // Names follow Prometheus conventions: namespace_subsystem_name, base units
 // (seconds, bytes), _total on counters, and one metric with a label where
 // pool.Stats has one field per value (connections by state, closes by
-// reason). Pools registered together are told apart by Options.ConstLabels,
+// reason). Pools registered together are told apart by [Options.ConstLabels],
 // which must then use the same label names for every pool.
 //
 //	reg.MustRegister(poolprom.NewPoolCollector(p, poolprom.Options{ConstLabels: prometheus.Labels{"pool": "db"}}))
@@ -53,7 +53,7 @@ import (
 	"github.com/poolkit/poolkit/pool"
 )
 
-// DefaultNamespace is Options.Namespace's default.
+// DefaultNamespace is [Options.Namespace]'s default.
 const DefaultNamespace = "poolkit"
 
 // Options name the metrics of a collector.
@@ -72,11 +72,11 @@ func (o Options) namespace() string {
 	return o.Namespace
 }
 
-// PoolStatser is what NewPoolCollector reads: a *pool.Pool[T] of any T, or a
+// PoolStatser is what [NewPoolCollector] reads: a *pool.Pool[T] of any T, or a
 // facade over one (such as pgxmanager.Pool).
 type PoolStatser interface{ Stats() pool.Stats }
 
-// BytesStatser is what NewBytesCollector reads: a *bytepool.Pool.
+// BytesStatser is what [NewBytesCollector] reads: a *[bytepool.Pool].
 type BytesStatser interface{ Stats() bytepool.Stats }
 
 // series is one time series of a collector: its family, its label values
@@ -259,7 +259,7 @@ func newPoolSeries(p PoolStatser, o Options) *collector[pool.Stats] {
 }
 
 // NewBytesCollector returns a collector of p's statistics (see the package
-// doc for the metrics). It reads p.Stats once per scrape; bytepool.Stats
+// doc for the metrics). It reads p.Stats once per scrape; [bytepool.Stats]
 // allocates.
 func NewBytesCollector(p BytesStatser, o Options) prometheus.Collector {
 	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
