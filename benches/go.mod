@@ -3,6 +3,7 @@ module github.com/poolkit/poolkit/benches
 go 1.26
 
 require (
+	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/jackc/puddle/v2 v2.2.3
 	github.com/libp2p/go-buffer-pool v0.1.0
@@ -10,7 +11,13 @@ require (
 	github.com/stretchr/testify v1.11.1
 	github.com/valyala/bytebufferpool v1.0.0
 	go.uber.org/goleak v1.3.0
+	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
 	gonum.org/v1/plot v0.17.0
+)
+
+require (
+	github.com/kr/pretty v0.3.1 // indirect
+	golang.org/x/sys v0.48.0 // indirect
 )
 
 require (
@@ -26,9 +33,9 @@ require (
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/poolkit/poolkit/contrib/pgxmanager v0.0.0-00010101000000-000000000000
 	github.com/poolkit/poolkit/examples v0.0.0-00010101000000-000000000000
-	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/text v0.41.0 // indirect
+	golang.org/x/image v0.46.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 

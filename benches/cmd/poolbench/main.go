@@ -169,7 +169,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.workers, "workers", 0, "goroutines of the multi-goroutine cases, instead of their sweep (0: the sweep);\n-mode=e2e: the pools' MaxSize and the steady phase's goroutines (0: "+strconv.Itoa(e2e.DefaultMaxSize)+")")
 	fs.Int64Var(&c.ops, "ops", 0, "ops per contender per round, all goroutines together (0: run for -duration)")
 	fs.DurationVar(&c.duration, "duration", 100*time.Millisecond, "how long each contender runs per round, when -ops is 0 (-mode=e2e: "+e2eDuration.String()+" unless given)")
-	fs.IntVar(&c.rounds, "rounds", 5, "rounds per case; each round runs every contender once")
+	fs.IntVar(&c.rounds, "rounds", 10, "rounds per case; each round runs every contender once (the rank test needs 5 to find\nany difference; 10 give it power)")
 	fs.StringVar(&c.output, "output", "text", "output format: text|json|markdown")
 	fs.StringVar(&c.out, "o", "", "write the output to `FILE` instead of stdout")
 	fs.StringVar(&c.note, "note", "", "a note to keep in the results (and in the report)")
@@ -440,9 +440,10 @@ func runReport(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("poolbench report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	in := fs.String("in", "", "the results `FILE` (written by poolbench -output=json -o FILE); required")
-	docs := fs.String("docs", "", "the `DIR` that gets BENCHMARKS.md and benchmarks/*.svg (default: docs/ of the repository around the working directory)")
+	docs := fs.String("docs", "", "the `DIR` that gets BENCHMARKS.md and benchmarks/ (default: docs/ of the repository around the working directory)")
+	mixed := fs.Bool("mixed", false, "accept results from several commits or from a tree with uncommitted changes,\nand say so on every page (without it such results are refused)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage:\n  poolbench report -in FILE [-docs DIR]\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage:\n  poolbench report -in FILE [-docs DIR] [-mixed]\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -461,27 +462,36 @@ func runReport(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "poolbench report: %v\n", err)
 		return exitFailed
 	}
-	dir, root := *docs, repoRoot()
-	if dir == "" {
-		dir = filepath.Join(root, "docs")
-	}
-	if err := report.Write(f, report.Options{Docs: dir, In: fromRoot(root, *in)}); err != nil {
+	root := repoRoot()
+	opt := report.Options{Docs: *docs, In: fromRoot(root, *in), Mixed: *mixed}
+	if err := writeReport(f, opt, root, *docs == "", stderr); err != nil {
 		fmt.Fprintf(stderr, "poolbench report: %v\n", err)
 		return exitFailed
 	}
-	fmt.Fprintf(stderr, "poolbench report: wrote %s and %d charts in %s\n",
-		filepath.Join(dir, "BENCHMARKS.md"), len(f.Cases), filepath.Join(dir, report.ChartDir))
-	// The README's figures come from the same file: rewrite its headline
-	// block when the report goes to the repository's own docs.
-	if *docs == "" {
-		readme := filepath.Join(root, "README.md")
-		if err := report.UpdateReadme(readme, f, fromRoot(root, *in)); err != nil {
-			fmt.Fprintf(stderr, "poolbench report: %v\n", err)
-			return exitFailed
-		}
-		fmt.Fprintf(stderr, "poolbench report: wrote the headline of %s\n", readme)
-	}
 	return exitOK
+}
+
+// writeReport writes the pages of f (to opt.Docs, or the docs/ of root if
+// empty) and, with readme, the headline of root's README.md.
+func writeReport(f results.File, opt report.Options, root string, readme bool, stderr io.Writer) error {
+	if opt.Docs == "" {
+		opt.Docs = filepath.Join(root, "docs")
+	}
+	if err := report.Write(f, opt); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "poolbench report: wrote %s, %d pages and their charts in %s\n",
+		filepath.Join(opt.Docs, "BENCHMARKS.md"), len(report.Pages(f)), filepath.Join(opt.Docs, report.ChartDir))
+	if !readme {
+		return nil
+	}
+	// The README's figures come from the same file.
+	path := filepath.Join(root, "README.md")
+	if err := report.UpdateReadme(path, f, opt); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "poolbench report: wrote the headline of %s\n", path)
+	return nil
 }
 
 // repoRoot is the nearest directory at or above the working directory that
