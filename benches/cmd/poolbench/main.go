@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/poolkit/poolkit/benches/internal/e2e"
+	"github.com/poolkit/poolkit/benches/internal/faults"
 	"github.com/poolkit/poolkit/benches/internal/measure"
 	"github.com/poolkit/poolkit/benches/internal/report"
 	"github.com/poolkit/poolkit/benches/internal/results"
@@ -81,7 +82,7 @@ var modes = map[string]func(workers int) []workload.Case{
 	"all":   func(w int) []workload.Case { return slices.Concat(workload.PoolCases(w), workload.BytesCases(w)) },
 }
 
-const modeHelp = `
+var modeHelp = `
   default    Pool/HotPath, Pool/Parallel at MaxSize 8, Bytes 64 KiB hot path, realistic and mixed
   hotpath    Pool/HotPath; Bytes/HotPath at 4 KiB, 64 KiB, 1 MiB (all sizes with -mode=all)
   parallel   Pool/Parallel, Pool/TimeoutArmed, Pool/HandOff, Bytes/Contention
@@ -98,14 +99,20 @@ const modeHelp = `
   all        every group of the Go benchmarks but E2E
   e2e        end to end: pools of real connections to the in-process echo server, Redis
              (-redis) and PostgreSQL (-postgres), steady, oversubscribed and no pool;
-             a server that does not answer is skipped with a note`
+             a server that does not answer is skipped with a note; PostgreSQL also through a
+             PgBouncer that poolbench starts, where pgbouncer is installed
+  faults     clients of private PostgreSQL and Redis servers that poolbench starts, through
+             every connection killed, a restart, a partition, SIGSTOP and added latency
+             (about ` + faults.Estimate(faults.Settings()).Round(time.Minute).String() + `; a server whose binaries are missing is skipped)`
 
-// modeE2E is the end-to-end mode; its cases need servers, so it is not in
-// modes.
-const modeE2E = "e2e"
+// modeE2E and modeFaults need servers, so they are not in modes.
+const (
+	modeE2E    = "e2e"
+	modeFaults = "faults"
+)
 
 // modeNames lists the modes in the order the usage gives them.
-var modeNames = []string{"default", "hotpath", "parallel", "realistic", "mixed", "burst", "oversubscribed", "exchange", "handoff", "stats", "bytes", "all", modeE2E}
+var modeNames = []string{"default", "hotpath", "parallel", "realistic", "mixed", "burst", "oversubscribed", "exchange", "handoff", "stats", "bytes", "all", modeE2E, modeFaults}
 
 // e2eDuration is how long each end-to-end contender runs per round unless
 // -duration or -ops says otherwise: long enough for a p99.9 of a few
@@ -153,8 +160,13 @@ type config struct {
 	note     string
 	// e2e: -mode includes e2e; the end-to-end cases run for e2eDur (or
 	// ops), against redis and postgres ("" leaves one out).
-	e2e             bool
-	e2eDur          time.Duration
+	e2e    bool
+	e2eDur time.Duration
+	// faults: -mode includes faults, run with faultSettings.
+	faults        bool
+	faultSettings results.FaultSettings
+	// smoke: -smoke, every span cut to a check that the code runs.
+	smoke           bool
 	merge           string
 	redis, postgres string
 }
@@ -173,6 +185,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.output, "output", "text", "output format: text|json|markdown")
 	fs.StringVar(&c.out, "o", "", "write the output to `FILE` instead of stdout")
 	fs.StringVar(&c.note, "note", "", "a note to keep in the results (and in the report)")
+	fs.BoolVar(&c.smoke, "smoke", false, "a smoke run: "+smokeDuration.String()+" per contender and 1 round unless -duration or -rounds say otherwise,\n-mode=e2e "+smokeE2E.String()+", -mode=faults "+faults.Estimate(faults.SmokeSettings()).Round(time.Second).String()+"; checks that the code runs, its figures mean nothing")
 	fs.StringVar(&c.merge, "merge", "", "merge into the results `FILE` (written by -output=json): the cases measured now replace\nthose of the same name, or are added, and the run is recorded in its updates")
 	fs.StringVar(&c.redis, "redis", envOr(e2e.EnvRedisAddr, e2e.DefaultRedisAddr),
 		"-mode=e2e: the Redis server's `host:port`, $"+e2e.EnvRedisAddr+" if set; empty: leave Redis out")
@@ -204,9 +217,12 @@ Flags:
 	}
 	for _, m := range strings.Split(*mode, ",") {
 		m = strings.TrimSpace(m)
-		if m == modeE2E {
+		switch _, ok := modes[m]; {
+		case m == modeE2E:
 			c.e2e = true
-		} else if _, ok := modes[m]; !ok {
+		case m == modeFaults:
+			c.faults = true
+		case !ok:
 			return bad("-mode: unknown mode %q (want %s)", m, strings.Join(modeNames, ", "))
 		}
 		if !slices.Contains(c.modes, m) {
@@ -225,13 +241,34 @@ Flags:
 	case !slices.Contains([]string{"text", "json", "markdown"}, c.output):
 		return bad("-output: unknown format %q (want text, json or markdown)", c.output)
 	}
-	c.e2eDur = e2eDuration
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "duration" {
-			c.e2eDur = c.duration
-		}
-	})
+	c.applySpans(fs)
 	return c, nil
+}
+
+// Smoke runs' spans.
+const (
+	smokeDuration = 5 * time.Millisecond
+	smokeE2E      = 20 * time.Millisecond
+)
+
+// applySpans sets the spans the flags did not: the end-to-end duration,
+// the fault settings, and with -smoke the short ones.
+func (c *config) applySpans(fs *flag.FlagSet) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c.e2eDur, c.faultSettings = e2eDuration, faults.Settings()
+	if c.smoke {
+		c.e2eDur, c.faultSettings = smokeE2E, faults.SmokeSettings()
+		if !set["duration"] {
+			c.duration = smokeDuration
+		}
+		if !set["rounds"] {
+			c.rounds = 1
+		}
+	}
+	if set["duration"] {
+		c.e2eDur = c.duration
+	}
 }
 
 // envOr returns $name, or def if it is unset or empty.
@@ -255,7 +292,7 @@ func (c config) cases() []workload.Case {
 	var out []workload.Case
 	seen := map[string]bool{}
 	for _, m := range c.modes {
-		if m == modeE2E {
+		if m == modeE2E || m == modeFaults {
 			continue
 		}
 		for _, k := range modes[m](c.workers) {
@@ -306,6 +343,9 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	f.Cases = cases
 	if c.e2e && err == nil {
 		err = runE2E(ctx, c, &f, stderr)
+	}
+	if c.faults && err == nil {
+		err = runFaults(ctx, c, &f, stderr)
 	}
 	code := exitOK
 	switch {
@@ -382,6 +422,22 @@ func runE2E(ctx context.Context, c config, f *results.File, stderr io.Writer) er
 		Progress: stderr, ProgressAfter: 3 * time.Second,
 	})
 	f.Cases = append(f.Cases, cases...)
+	return err
+}
+
+// runFaults runs the faults phase into f.
+func runFaults(ctx context.Context, c config, f *results.File, stderr io.Writer) error {
+	fmt.Fprintf(stderr, "poolbench: faults: about %v\n", faults.Estimate(c.faultSettings).Round(time.Second))
+	fr, err := faults.Run(ctx, faults.Options{Settings: c.faultSettings, Progress: stderr})
+	if fr != nil {
+		for _, s := range fr.Skipped {
+			fmt.Fprintf(stderr, "poolbench: faults: skipping %s\n", results.SkipLine(s))
+		}
+		f.Faults = fr
+	}
+	if errors.Is(err, faults.ErrInterrupted) {
+		return measure.ErrInterrupted
+	}
 	return err
 }
 

@@ -23,8 +23,10 @@ func TestMain(m *testing.M) {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	// os/signal keeps one goroutine for the life of the process once
-	// signal.Notify has been called.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("os/signal.signal_recv"))
+	// signal.Notify has been called, and go-redis (the faults phase's)
+	// one once its package is loaded.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("os/signal.signal_recv"),
+		goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.startGlobalTimeCache.func1"))
 }
 
 const fixture = "../../internal/report/testdata/results.json"
@@ -43,6 +45,21 @@ func TestParseAcceptsGoodFlags(t *testing.T) {
 	assert.Equal(t, "hi", c.note)
 }
 
+func TestSmokeCutsEverySpanUnlessAFlagSetsIt(t *testing.T) {
+	c, err := parse([]string{"-mode=hotpath,e2e,faults", "-smoke"}, new(bytes.Buffer))
+	require.NoError(t, err)
+	assert.True(t, c.e2e && c.faults)
+	assert.Equal(t, smokeDuration, c.duration)
+	assert.Equal(t, smokeE2E, c.e2eDur)
+	assert.Equal(t, 1, c.rounds)
+	assert.Less(t, c.faultSettings.BeforeNs, int64(time.Second))
+	c, err = parse([]string{"-smoke", "-rounds=3", "-duration=7ms"}, new(bytes.Buffer))
+	require.NoError(t, err)
+	assert.Equal(t, 3, c.rounds)
+	assert.Equal(t, 7*time.Millisecond, c.duration)
+	assert.Equal(t, 7*time.Millisecond, c.e2eDur)
+}
+
 func TestParseDefaults(t *testing.T) {
 	c, err := parse(nil, new(bytes.Buffer))
 	require.NoError(t, err)
@@ -55,13 +72,13 @@ func TestParseDefaults(t *testing.T) {
 
 func TestEveryModeHasCases(t *testing.T) {
 	for _, m := range modeNames {
-		if m == modeE2E {
-			continue // its cases need the servers: see TestE2E*
+		if m == modeE2E || m == modeFaults {
+			continue // they need servers: see TestE2E* and the CI smoke run
 		}
 		assert.NotEmpty(t, modes[m](0), m)
 		assert.NotEmpty(t, modes[m](3), m)
 	}
-	assert.Len(t, modeNames, len(modes)+1)
+	assert.Len(t, modeNames, len(modes)+2)
 }
 
 func TestBadFlagsPrintUsageAndExit2(t *testing.T) {

@@ -53,33 +53,10 @@ func faultContenders(fs results.Faults) []string {
 	return out
 }
 
-// seconds formats a duration in seconds: "0.40 s", "never" for +Inf.
-func seconds(s float64) string {
-	switch {
-	case math.IsNaN(s):
-		return "—"
-	case math.IsInf(s, 1):
-		return "never"
-	}
-	return results.Ratio3(s) + " s"
-}
-
-// spreadCell formats a spread with f: "12 (10–15)"; the median alone where
-// the rounds agree.
-func spreadCell(s results.Spread, f func(float64) string) string {
-	if math.IsNaN(s.Median) {
-		return "—"
-	}
-	if s.Min == s.Max {
-		return f(s.Median)
-	}
-	return fmt.Sprintf("%s (%s–%s)", f(s.Median), f(s.Min), f(s.Max))
-}
-
 // writeFaultsHeadline writes the faults row of the headline: for each
 // contender, the failures that started after a fault had ended, summed over
 // the faults, and its slowest recovery.
-func writeFaultsHeadline(w io.Writer, fs results.Faults) {
+func writeFaultsHeadline(w io.Writer, fs results.Faults, pages string) {
 	cols := faultContenders(fs)
 	if len(cols) == 0 {
 		return
@@ -88,9 +65,9 @@ func writeFaultsHeadline(w io.Writer, fs results.Faults) {
 		"partition, a %v SIGSTOP, %v of added latency) with %d goroutines on a pool of %d and a %v deadline per operation: "+
 		"the operations that failed although they started after the fault had ended, summed over the faults, and the "+
 		"slowest return to 90%% of the throughput before the fault (medians over %d round%s); fewer and sooner are better. "+
-		"[The faults page](benchmarks/faults.md) has every figure.\n",
+		"[The faults page](%sfaults.md) has every figure.\n",
 		len(faultsOf(fs)), time.Duration(fs.Settings.HoldNs), time.Duration(fs.Settings.HoldNs), time.Duration(fs.Settings.LatencyNs),
-		fs.Settings.Workers, fs.Settings.MaxSize, time.Duration(fs.Settings.DeadlineNs), fs.Settings.Rounds, plural(fs.Settings.Rounds))
+		fs.Settings.Workers, fs.Settings.MaxSize, time.Duration(fs.Settings.DeadlineNs), fs.Settings.Rounds, plural(fs.Settings.Rounds), pages)
 	fmt.Fprintf(w, "\n| workload | %s |\n|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)+1))
 	row := []string{"all faults, PostgreSQL and Redis"}
 	var after []float64
@@ -107,7 +84,11 @@ func writeFaultsHeadline(w io.Writer, fs results.Faults) {
 			stuck += s.Stuck.Median
 		}
 		after = append(after, failed)
-		cell := fmt.Sprintf("%s failed after<br>back in %s", results.Count(failed), seconds(worst))
+		back := "back to 90% in " + results.Seconds(worst)
+		if math.IsInf(worst, 1) {
+			back = "not back to 90% in a round"
+		}
+		cell := fmt.Sprintf("%s failed after<br>%s", results.Count(failed), back)
 		if poolkitFamily(name) {
 			cell = "**" + strings.Replace(cell, "<br>", "**<br>**", 1) + "**"
 		}
@@ -162,10 +143,6 @@ func faultServers(fs results.Faults) []string {
 	return out
 }
 
-// faultHeader names the columns of a fault's table.
-var faultHeader = []string{"server", "contender", "operations", "failed", "failed after the fault ended",
-	"back to 90%", "p99.9", "max", "most connections", "stuck at the end", "first error"}
-
 // writeFaultsPage writes the method of the faults phase and a section per
 // fault: what it does, a chart per server and the table.
 func writeFaultsPage(w io.Writer, fs results.Faults) error {
@@ -179,30 +156,14 @@ func writeFaultsPage(w io.Writer, fs results.Faults) error {
 		for _, srv := range faultServers(fs) {
 			fmt.Fprintf(w, "\n![%s, %s](%s)\n", faultTitle(fault), srv, faultChartName(fault, srv))
 		}
-		fmt.Fprintf(w, "\n| %s |\n|%s\n", strings.Join(faultHeader, " | "), strings.Repeat("---|", len(faultHeader)))
+		fmt.Fprintf(w, "\n| %s |\n|%s\n", strings.Join(results.FaultHeader, " | "), strings.Repeat("---|", len(results.FaultHeader)))
 		for _, r := range fs.Results {
 			if r.Fault == fault {
-				fmt.Fprintf(w, "| %s |\n", strings.Join(faultRow(r), " | "))
+				fmt.Fprintf(w, "| %s |\n", strings.Join(results.FaultRow(r, true), " | "))
 			}
 		}
 	}
 	return nil
-}
-
-// faultRow is the cells of one contender through one fault.
-func faultRow(r results.FaultResult) []string {
-	s := r.Summarize()
-	count := func(x float64) string { return results.Count(x) }
-	first := strings.ReplaceAll(results.ScrubPaths(s.FirstError), "|", "\\|")
-	if len(first) > 80 {
-		first = first[:77] + "…"
-	}
-	if first == "" {
-		first = "—"
-	}
-	return []string{r.Server, r.Contender, spreadCell(s.Ops, count), spreadCell(s.Failed, count),
-		spreadCell(s.FailedAfter, count), spreadCell(s.Recovery, seconds), spreadCell(s.P999, results.Nanos),
-		spreadCell(s.Max, results.Nanos), spreadCell(s.MaxConns, count), spreadCell(s.Stuck, count), first}
 }
 
 func writeFaultsMethod(w io.Writer, fs results.Faults) {
@@ -279,7 +240,10 @@ func faultChart(fs results.Faults, fault, server string) ([]byte, error) {
 	p := newPlot(fmt.Sprintf("%s: %s", faultTitle(fault), server))
 	p.X.Label.Text = "seconds from the start of the load; the fault shaded"
 	p.Y.Label.Text = "successful operations/s"
-	p.Legend.Top = true
+	// Top left, text after the line: a wider fallback font then grows away
+	// from the lines, into the headroom above the data.
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs = vg.Points(8)
 	bucket := float64(fs.Settings.BucketNs) / 1e9
 	var ymax, xmax float64
 	dashes := [][]vg.Length{nil, {vg.Points(4), vg.Points(2)}}
@@ -315,7 +279,7 @@ func faultChart(fs results.Faults, fault, server string) ([]byte, error) {
 	if ours+others == 0 {
 		return nil, nil
 	}
-	ymax = max(ymax*1.25, 1) // room for the legend
+	ymax = max(ymax*1.6, 1) // headroom for the legend
 	p.Add(shade{x0: start, x1: max(end, start+bucket/2), y: ymax})
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, xmax, 0, ymax
 	p.X.Tick.Marker = niceTicks{format: func(x float64) string { return results.Ratio3(x) }}

@@ -83,8 +83,9 @@ func columns(picked []results.Case) []string {
 }
 
 // writeHeadline writes the headline tables of f, each with its sentence,
-// the tally of its verdicts, and the faults row where f has faults.
-func writeHeadline(w io.Writer, f results.File) {
+// the tally of its verdicts, and the faults row where f has faults; pages
+// is the way from the page it goes into to the pages' directory.
+func writeHeadline(w io.Writer, f results.File, pages string) {
 	fmt.Fprintf(w, "%s\n", cellNote)
 	prefer := 4 * f.Machine.GOMAXPROCS
 	for _, t := range headTables {
@@ -99,7 +100,7 @@ func writeHeadline(w io.Writer, f results.File) {
 		}
 	}
 	if f.Faults != nil {
-		writeFaultsHeadline(w, *f.Faults)
+		writeFaultsHeadline(w, *f.Faults, pages)
 	}
 }
 

@@ -37,7 +37,7 @@ func ReadmeHeadline(w io.Writer, f results.File, opt Options) {
 			len(f.Sources()), len(f.Commits()))
 	}
 	fmt.Fprintln(w)
-	writeHeadline(w, f)
+	writeHeadline(w, f, "docs/"+ChartDir+"/")
 }
 
 // SpliceReadme returns readme with the block between the markers replaced by

@@ -9,6 +9,10 @@ import (
 	"github.com/poolkit/poolkit/benches/internal/results"
 )
 
+// PublishRounds is the rounds of every case of a published run: enough for
+// the rank test to have power.
+const PublishRounds = 10
+
 // PublishCommand is the one command that measures the published set at one
 // clean commit and regenerates every page.
 const PublishCommand = "go run ./benches/cmd/poolbench publish"
@@ -35,7 +39,7 @@ func Summary(w io.Writer, f results.File, opt Options) error {
 	writeNotes(w, f)
 
 	p("\n## Headline\n\n")
-	writeHeadline(w, f)
+	writeHeadline(w, f, ChartDir+"/")
 
 	p("\n## The pages\n\n| page | what it measures |\n|---|---|\n")
 	for _, pg := range Pages(f) {
@@ -89,7 +93,7 @@ func roundsLine(f results.File) string {
 		}
 	}
 	if lo == hi {
-		return fmt.Sprintf("%d rounds", hi)
+		return fmt.Sprintf("%d round%s", hi, plural(hi))
 	}
 	return fmt.Sprintf("%d to %d rounds (the runs merged into this file differ)", lo, hi)
 }
@@ -145,7 +149,7 @@ func writeMethod(w io.Writer, f results.File) {
   of `+"`*[]byte`"+` per size (`+"`syncpool`"+`), libp2p/go-buffer-pool (`+"`gobufferpool`"+`) and
   valyala/bytebufferpool. The end-to-end and faults pages name their own. The code is in
   `+"`benches/internal`"+`.
-`, PublishCommand, s.Rounds, roundsLine(f), per, 2*time.Microsecond, results.Alpha, 100*results.Confidence,
+`, PublishCommand, PublishRounds, roundsLine(f), per, 2*time.Microsecond, results.Alpha, 100*results.Confidence,
 		results.MinRounds, results.Alpha)
 }
 

@@ -1,8 +1,12 @@
 package results
 
 import (
+	"fmt"
+	"io"
 	"math"
 	"slices"
+	"strings"
+	"text/tabwriter"
 )
 
 // Faults is the faults phase of a run (poolbench -mode=faults): clients
@@ -149,3 +153,80 @@ func (r FaultResult) Summarize() FaultSummary {
 // recovery is judged: the rate over that many must be back to 90% of the
 // baseline.
 const RecoveryWindow = 5
+
+// Seconds formats a duration in seconds: "0.40 s", "never" for +Inf.
+func Seconds(s float64) string {
+	switch {
+	case math.IsNaN(s):
+		return "—"
+	case math.IsInf(s, 1):
+		return "never"
+	}
+	return sig3(s) + " s"
+}
+
+// SpreadCell formats a spread with f: "12 (10–15)"; the median alone where
+// the rounds agree.
+func SpreadCell(s Spread, f func(float64) string) string {
+	if math.IsNaN(s.Median) {
+		return "—"
+	}
+	if s.Min == s.Max {
+		return f(s.Median)
+	}
+	return fmt.Sprintf("%s (%s–%s)", f(s.Median), f(s.Min), f(s.Max))
+}
+
+// FaultHeader names the columns of FaultRow.
+var FaultHeader = []string{"server", "contender", "operations", "failed", "failed after the fault ended",
+	"back to 90%", "p99.9", "max", "most connections", "stuck at the end", "first error"}
+
+// FaultRow is the cells of one contender through one fault; markdown
+// escapes the error's pipes.
+func FaultRow(r FaultResult, markdown bool) []string {
+	s := r.Summarize()
+	first := ScrubPaths(s.FirstError)
+	if len(first) > 80 {
+		first = first[:77] + "…"
+	}
+	if markdown {
+		first = strings.ReplaceAll(first, "|", "\\|")
+	}
+	if first == "" {
+		first = "—"
+	}
+	return []string{r.Server, r.Contender, SpreadCell(s.Ops, Count), SpreadCell(s.Failed, Count),
+		SpreadCell(s.FailedAfter, Count), SpreadCell(s.Recovery, Seconds), SpreadCell(s.P999, Nanos),
+		SpreadCell(s.Max, Nanos), SpreadCell(s.MaxConns, Count), SpreadCell(s.Stuck, Count), first}
+}
+
+// WriteFaultsText writes the faults phase as one plain-text table per
+// fault.
+func WriteFaultsText(w io.Writer, fs Faults) error {
+	st := fs.Settings
+	fmt.Fprintf(w, "\nfaults: %d goroutines, pools of %d, %v deadline; fault at %v, lasting %v, %v of load after it; %d round(s)\n",
+		st.Workers, st.MaxSize, dur(st.DeadlineNs), dur(st.BeforeNs), dur(st.HoldNs), dur(st.AfterNs), st.Rounds)
+	for _, s := range fs.Skipped {
+		fmt.Fprintf(w, "skipped: %s\n", SkipLine(s))
+	}
+	var faults []string
+	for _, r := range fs.Results {
+		if !slices.Contains(faults, r.Fault) {
+			faults = append(faults, r.Fault)
+		}
+	}
+	for _, f := range faults {
+		fmt.Fprintf(w, "\nFaults/%s\n", f)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "  %s\n", strings.Join(FaultHeader, "\t"))
+		for _, r := range fs.Results {
+			if r.Fault == f {
+				fmt.Fprintf(tw, "  %s\n", strings.Join(FaultRow(r, false), "\t"))
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -373,6 +373,11 @@ func WriteText(w io.Writer, f File) error {
 			return err
 		}
 	}
+	if f.Faults != nil {
+		if err := WriteFaultsText(w, *f.Faults); err != nil {
+			return err
+		}
+	}
 	if f.Interrupted {
 		fmt.Fprintf(w, "\ninterrupted: the tables hold the rounds completed before the stop\n")
 	}
@@ -452,3 +457,6 @@ func WriteMarkdown(w io.Writer, f File) error {
 
 // Ratio3 formats a ratio with three significant figures: "2.31", "10.5".
 func Ratio3(x float64) string { return sig3(x) }
+
+// dur formats nanoseconds as a time.Duration.
+func dur(ns int64) time.Duration { return time.Duration(ns) }
