@@ -4,7 +4,8 @@
 // Usage:
 //
 //	poolbench [flags]                 measure and print the tables
-//	poolbench report -in results.json write BENCHMARKS.md and its charts
+//	poolbench report -in results.json write BENCHMARKS.md, its pages and charts
+//	poolbench publish                 measure the published set at this commit and write them all
 //	poolbench icount [-merge FILE]    count instructions per op under callgrind
 //	poolbench icount -baseline FILE   fail if poolkit's hot paths cost more than the baseline
 //
@@ -196,7 +197,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage:
   poolbench [flags]                     measure, print tables
-  poolbench report -in FILE [-docs DIR] write BENCHMARKS.md and charts from a results file
+  poolbench report -in FILE [-docs DIR] write BENCHMARKS.md, its pages and charts from a results file
+  poolbench publish [-dry-run]          measure the published set at this commit, write the docs (see -h)
   poolbench icount [-h]                 count instructions per op under callgrind (see -h)
 
 Flags:
@@ -311,6 +313,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		switch args[0] {
 		case "report":
 			return runReport(args[1:], stderr)
+		case "publish":
+			return runPublish(ctx, args[1:], stderr)
 		case "icount":
 			return runIcount(ctx, args[1:], stdout, stderr)
 		case childCommand:
@@ -324,6 +328,35 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return exitUsage
 	}
+	f, err := measureFile(ctx, c, args, stderr)
+	code := exitOK
+	switch {
+	case errors.Is(err, measure.ErrInterrupted):
+		fmt.Fprintln(stderr, "poolbench: interrupted; printing what was measured so far")
+		code = exitInterrupted
+	case err != nil:
+		fmt.Fprintf(stderr, "poolbench: %v\n", err)
+		return exitFailed
+	}
+	if c.merge != "" {
+		old, err := readResults(c.merge)
+		if err != nil {
+			fmt.Fprintf(stderr, "poolbench: -merge: %v\n", err)
+			return exitFailed
+		}
+		f = results.Merge(old, f)
+	}
+	if err := write(f, c, stdout); err != nil {
+		fmt.Fprintf(stderr, "poolbench: %v\n", err)
+		return exitFailed
+	}
+	return code
+}
+
+// measureFile runs what c asks for, args being its flags, and returns the
+// results; measure.ErrInterrupted with those measured so far if ctx ended
+// first.
+func measureFile(ctx context.Context, c config, args []string, stderr io.Writer) (results.File, error) {
 	f := results.File{
 		Schema:  results.Schema,
 		Command: commandLine(args),
@@ -347,29 +380,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if c.faults && err == nil {
 		err = runFaults(ctx, c, &f, stderr)
 	}
-	code := exitOK
-	switch {
-	case errors.Is(err, measure.ErrInterrupted):
-		f.Interrupted = true
-		fmt.Fprintln(stderr, "poolbench: interrupted; printing what was measured so far")
-		code = exitInterrupted
-	case err != nil:
-		fmt.Fprintf(stderr, "poolbench: %v\n", err)
-		return exitFailed
-	}
-	if c.merge != "" {
-		old, err := readResults(c.merge)
-		if err != nil {
-			fmt.Fprintf(stderr, "poolbench: -merge: %v\n", err)
-			return exitFailed
-		}
-		f = results.Merge(old, f)
-	}
-	if err := write(f, c, stdout); err != nil {
-		fmt.Fprintf(stderr, "poolbench: %v\n", err)
-		return exitFailed
-	}
-	return code
+	f.Interrupted = errors.Is(err, measure.ErrInterrupted)
+	return f, err
 }
 
 // readResults reads a results file.
@@ -459,7 +471,7 @@ func commandLine(args []string) string {
 		}
 		words = append(words, a)
 	}
-	return strings.Join(words, " ")
+	return results.ScrubPaths(strings.Join(words, " "))
 }
 
 // unsafe reports whether r needs quoting in a shell word.

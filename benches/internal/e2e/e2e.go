@@ -222,3 +222,17 @@ func FromEnv() Options {
 
 // errUnexpected is a reply that is not the one the request expects.
 var errUnexpected = errors.New("e2e: unexpected reply")
+
+// Estimate is about how long the cases of every server take with rounds
+// and d per contender and round (see measure.Estimate), all servers
+// answering: the echo server and Redis with poolkit, puddle and dedicated in
+// the pooled phases, PostgreSQL with pgxmanager, pgxpool and database/sql
+// besides, PgBouncer with pgxmanager and pgxpool alone, and poolkit and no
+// pool in the nopool phases, which wait up to half a second for the sockets
+// to settle.
+func Estimate(rounds int, d time.Duration) time.Duration {
+	pooled := 3 + 3 + 6 + 2 // contenders of a pooled phase, all servers
+	nopool := 3 * 2         // poolkit and no pool of echo, Redis and PostgreSQL
+	one := d + max(d/10, time.Millisecond) + 10*time.Millisecond
+	return time.Duration(rounds) * (time.Duration(2*pooled+nopool)*one + time.Duration(nopool)*500*time.Millisecond)
+}

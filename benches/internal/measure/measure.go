@@ -340,3 +340,25 @@ func worst(hs []*hist) *results.Latency {
 	}
 	return best
 }
+
+// perMeasurement is about what a measurement costs beyond its measured
+// time: the collection, the set-up, the calibration and the close.
+const perMeasurement = 5 * time.Millisecond
+
+// Estimate is about how long Run takes on cases with opt: every contender
+// of every case, each round, for its measured time, its warm-up (a tenth),
+// the calibration and the collection, and for the cases that count
+// TIME_WAIT sockets the wait for them to settle. Cases that run a fixed
+// number of ops count as their Duration.
+func Estimate(cases []workload.Case, opt Options) time.Duration {
+	var total time.Duration
+	for _, c := range cases {
+		d := max(opt.Duration, c.MinDuration)
+		one := d + max(d/10, time.Millisecond) + time.Millisecond + perMeasurement
+		if c.TimeWaitPort > 0 {
+			one += settleFor
+		}
+		total += time.Duration(opt.Rounds*len(c.Entries)) * one
+	}
+	return total
+}
