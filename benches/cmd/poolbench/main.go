@@ -411,7 +411,7 @@ func runE2E(ctx context.Context, c config, f *results.File, stderr io.Writer) er
 		es.DurationNs = c.e2eDur.Nanoseconds()
 	}
 	f.Settings.E2E = es
-	env, err := e2e.Open(ctx, e2e.Options{RedisAddr: c.redis, PostgresDSN: c.postgres})
+	env, err := e2e.Open(ctx, e2e.Options{RedisAddr: c.redis, PostgresDSN: c.postgres, PgBouncer: true, MaxSize: c.maxSize()})
 	if err != nil {
 		return err
 	}

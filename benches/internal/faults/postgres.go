@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/poolkit/poolkit/benches/internal/localsrv"
 )
 
 // appName names the connections of the phase's clients, so that a kill
@@ -20,7 +22,7 @@ const appName = "poolbench-faults"
 // directory and run by pg_ctl on a port of its own, its socket in that
 // directory.
 type postgres struct {
-	as             runAs
+	as             localsrv.RunAs
 	pgCtl, version string
 	dir, data      string
 	port           int
@@ -28,28 +30,28 @@ type postgres struct {
 
 // startPostgres initdb's a cluster and starts it.
 func startPostgres(ctx context.Context) (*postgres, error) {
-	initdb, err := findBinary("initdb")
+	initdb, err := localsrv.FindBinary("initdb")
 	if err != nil {
 		return nil, err
 	}
-	pgCtl, err := findBinary("pg_ctl")
+	pgCtl, err := localsrv.FindBinary("pg_ctl")
 	if err != nil {
 		return nil, err
 	}
-	as, err := serverUser()
+	as, err := localsrv.ServerUser()
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := localsrv.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	dir, err := as.mkdir("", "poolbench-postgres-")
+	dir, err := as.Mkdir("", "poolbench-postgres-")
 	if err != nil {
 		return nil, err
 	}
 	p := &postgres{as: as, pgCtl: pgCtl, dir: dir, data: filepath.Join(dir, "data"), port: port}
-	if err := run(as.command(ctx, initdb, "-D", p.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")); err != nil {
+	if err := localsrv.Run(as.Command(ctx, initdb, "-D", p.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
@@ -79,12 +81,12 @@ func pgDSN(addr string) string {
 func (p *postgres) Start(ctx context.Context) error {
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
 		p.port, p.dir)
-	return run(p.as.command(ctx, p.pgCtl, "-D", p.data, "-l", filepath.Join(p.dir, "log"), "-o", opts, "-w", "-t", "60", "start"))
+	return localsrv.Run(p.as.Command(ctx, p.pgCtl, "-D", p.data, "-l", filepath.Join(p.dir, "log"), "-o", opts, "-w", "-t", "60", "start"))
 }
 
 // Stop is a fast shutdown: sessions are ended, the cluster stops cleanly.
 func (p *postgres) Stop(ctx context.Context) error {
-	return run(p.as.command(ctx, p.pgCtl, "-D", p.data, "-m", "fast", "-w", "-t", "60", "stop"))
+	return localsrv.Run(p.as.Command(ctx, p.pgCtl, "-D", p.data, "-m", "fast", "-w", "-t", "60", "stop"))
 }
 
 // admin connects straight to the cluster, not through the proxies, as a
@@ -146,14 +148,14 @@ func (p *postgres) Pids() ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postmaster.pid: %w", err)
 	}
-	return append([]int{pid}, children(pid)...), nil
+	return append([]int{pid}, localsrv.Children(pid)...), nil
 }
 
 // Close stops the cluster at once and removes it.
 func (p *postgres) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := run(p.as.command(ctx, p.pgCtl, "-D", p.data, "-m", "immediate", "-w", "stop"))
+	err := localsrv.Run(p.as.Command(ctx, p.pgCtl, "-D", p.data, "-m", "immediate", "-w", "stop"))
 	if rerr := os.RemoveAll(p.dir); err == nil {
 		err = rerr
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/poolkit/poolkit/benches/internal/localsrv"
 	"github.com/poolkit/poolkit/examples/redis/resp"
 )
 
@@ -27,9 +28,9 @@ type redisServer struct {
 func startRedis(ctx context.Context) (*redisServer, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		return nil, fmt.Errorf("redis-server: %w", errMissing)
+		return nil, fmt.Errorf("redis-server: %w", localsrv.ErrMissing)
 	}
-	port, err := freePort()
+	port, err := localsrv.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +66,7 @@ func (r *redisServer) Start(ctx context.Context) error {
 	go func(exited chan struct{}) { _ = cmd.Wait(); close(exited) }(r.exited)
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return waitFor(wctx, r.ping)
+	return localsrv.WaitFor(wctx, r.ping)
 }
 
 // admin connects straight to the server, not through the proxies.

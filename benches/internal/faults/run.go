@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/poolkit/poolkit/benches/internal/localsrv"
 	"github.com/poolkit/poolkit/benches/internal/results"
 )
 
@@ -203,7 +204,7 @@ func runOne(ctx context.Context, srv server, k contender, fault string, s result
 func settle(ctx context.Context, srv server) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := waitFor(ctx, srv.Healthy); err != nil {
+	if err := localsrv.WaitFor(ctx, srv.Healthy); err != nil {
 		return fmt.Errorf("%s not ready: %w", srv.Name(), err)
 	}
 	return nil
@@ -245,9 +246,9 @@ func freeze(srv server, hold time.Duration) error {
 	if err != nil {
 		return err
 	}
-	err = signalAll(pids, syscall.SIGSTOP)
+	err = localsrv.SignalAll(pids, syscall.SIGSTOP)
 	time.Sleep(hold)
-	return errors.Join(err, signalAll(pids, syscall.SIGCONT))
+	return errors.Join(err, localsrv.SignalAll(pids, syscall.SIGCONT))
 }
 
 // load is the workers of one run.

@@ -25,12 +25,12 @@ var ErrNoMarkers = errors.New("report: README has no " + ReadmeStart + " … " +
 // and where they come from.
 func ReadmeHeadline(w io.Writer, f results.File, opt Options) {
 	m := f.Machine
-	at := "commit `" + shortCommit(m.Commit) + "`"
+	at := fmt.Sprintf("at commit `%s` by `%s`", shortCommit(m.Commit), PublishCommand)
 	if !f.OneCommit() {
-		at = fmt.Sprintf("%d commits, mixed", len(f.Commits()))
+		at = fmt.Sprintf("in %d runs at %d commits (mixed)", len(f.Sources()), len(f.Commits()))
 	}
-	fmt.Fprintf(w, "Measured on %d logical CPUs (%s), GOMAXPROCS %d, %s, %s, at %s, by `%s`;\n",
-		m.Cores, m.CPU, m.GOMAXPROCS, m.GoVersion, m.Date, at, PublishCommand)
+	fmt.Fprintf(w, "Measured on %d logical CPUs (%s), GOMAXPROCS %d, %s, %s, %s;\n",
+		m.Cores, m.CPU, m.GOMAXPROCS, m.GoVersion, m.Date, at)
 	fmt.Fprintf(w, "generated from `%s`. Every group, the method and what is not claimed are in\n[docs/BENCHMARKS.md](docs/BENCHMARKS.md).\n", opt.In)
 	if !f.OneCommit() {
 		fmt.Fprintf(w, "\n> **Mixed results**: these figures come from %d runs at %d commits, not one measurement of one commit; docs/BENCHMARKS.md lists them.\n",

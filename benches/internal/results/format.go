@@ -343,7 +343,7 @@ func Describe(c Case) string {
 	if c.Server != "" {
 		s += "; against " + c.Server
 	}
-	s += fmt.Sprintf("; %d rounds", rounds)
+	s += fmt.Sprintf("; %d round%s", rounds, map[bool]string{true: "", false: "s"}[rounds == 1])
 	if c.Latency {
 		s += "; latency of the worst goroutine"
 	}
