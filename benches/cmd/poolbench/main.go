@@ -1,5 +1,10 @@
 // Command poolbench compares poolkit with other pools, in one process, in
-// alternating rounds, and generates docs/BENCHMARKS.md from its results.
+// alternating rounds: per contender the median and spread of the rounds,
+// the worst goroutine's latency and a rank test against poolkit; end to end
+// against real servers (-mode=e2e) and through server faults
+// (-mode=faults). It generates docs/BENCHMARKS.md, its pages and charts and
+// the README's headline from its results, and publish measures the
+// published set at one clean commit.
 //
 // Usage:
 //
@@ -10,7 +15,8 @@
 //	poolbench icount -baseline FILE   fail if poolkit's hot paths cost more than the baseline
 //
 // With no flags it runs a representative comparison in under a minute and
-// prints a text table. See -h for the flags.
+// prints a text table per case. -smoke cuts every span, to check that the
+// code runs. See -h for the flags.
 package main
 
 import (
@@ -178,6 +184,26 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("poolbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	mode := c.define(fs)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	err := c.setModes(*mode)
+	if err == nil {
+		err = c.validate(fs)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "poolbench: %v\n", err)
+		fs.Usage()
+		return c, err
+	}
+	c.applySpans(fs)
+	return c, nil
+}
+
+// define defines the flags of a measuring run on fs, into c, and returns
+// -mode's value.
+func (c *config) define(fs *flag.FlagSet) *string {
 	mode := fs.String("mode", "default", "what to run, comma-separated: "+strings.Join(modeNames, "|")+modeHelp)
 	fs.IntVar(&c.workers, "workers", 0, "goroutines of the multi-goroutine cases, instead of their sweep (0: the sweep);\n-mode=e2e: the pools' MaxSize and the steady phase's goroutines (0: "+strconv.Itoa(e2e.DefaultMaxSize)+")")
 	fs.Int64Var(&c.ops, "ops", 0, "ops per contender per round, all goroutines together (0: run for -duration)")
@@ -205,19 +231,12 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	bad := func(format string, args ...any) (config, error) {
-		err := fmt.Errorf(format, args...)
-		fmt.Fprintf(stderr, "poolbench: %v\n", err)
-		fs.Usage()
-		return c, err
-	}
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if fs.NArg() > 0 {
-		return bad("unexpected argument %q", fs.Arg(0))
-	}
-	for _, m := range strings.Split(*mode, ",") {
+	return mode
+}
+
+// setModes sets c's modes from -mode's comma-separated list.
+func (c *config) setModes(list string) error {
+	for _, m := range strings.Split(list, ",") {
 		m = strings.TrimSpace(m)
 		switch _, ok := modes[m]; {
 		case m == modeE2E:
@@ -225,26 +244,32 @@ Flags:
 		case m == modeFaults:
 			c.faults = true
 		case !ok:
-			return bad("-mode: unknown mode %q (want %s)", m, strings.Join(modeNames, ", "))
+			return fmt.Errorf("-mode: unknown mode %q (want %s)", m, strings.Join(modeNames, ", "))
 		}
 		if !slices.Contains(c.modes, m) {
 			c.modes = append(c.modes, m)
 		}
 	}
+	return nil
+}
+
+// validate checks the flags' values and that fs has no argument left.
+func (c *config) validate(fs *flag.FlagSet) error {
 	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	case c.workers < 0:
-		return bad("-workers must be >= 0, got %d", c.workers)
+		return fmt.Errorf("-workers must be >= 0, got %d", c.workers)
 	case c.ops < 0:
-		return bad("-ops must be >= 0, got %d", c.ops)
+		return fmt.Errorf("-ops must be >= 0, got %d", c.ops)
 	case c.ops == 0 && c.duration <= 0:
-		return bad("-duration must be > 0 when -ops is 0, got %v", c.duration)
+		return fmt.Errorf("-duration must be > 0 when -ops is 0, got %v", c.duration)
 	case c.rounds < 1:
-		return bad("-rounds must be >= 1, got %d", c.rounds)
+		return fmt.Errorf("-rounds must be >= 1, got %d", c.rounds)
 	case !slices.Contains([]string{"text", "json", "markdown"}, c.output):
-		return bad("-output: unknown format %q (want text, json or markdown)", c.output)
+		return fmt.Errorf("-output: unknown format %q (want text, json or markdown)", c.output)
 	}
-	c.applySpans(fs)
-	return c, nil
+	return nil
 }
 
 // Smoke runs' spans.

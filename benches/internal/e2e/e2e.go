@@ -13,6 +13,10 @@
 // PostgreSQL also pgxpool and database/sql over pgx's stdlib driver, and the
 // upper bound, "dedicated": one connection per goroutine and no pool. Every
 // contender of a server dials with the same code and runs the same request.
+// Where asked (Options.PgBouncer), PostgreSQL is also measured through a
+// PgBouncer started on a port of its own in transaction pooling mode, with
+// pgxmanager and pgxpool in pgx's simple-protocol mode, in the pooled
+// phases.
 //
 // The requests run under context.Background(): a cancellable context would
 // add its own cost (pgconn watches it with a goroutine per query), and a

@@ -1,8 +1,14 @@
 // Package results holds what poolbench measures: the machine, the settings
 // and every round's raw numbers, in a form that round-trips through JSON, so
-// that every table and chart can be regenerated from a results file. It also
-// derives the summaries (best, median, ratio to the baseline,
-// "indistinguishable") and prints them as text, JSON or markdown.
+// that every table and chart can be regenerated from a results file, and
+// where each figure came from (Sources: the runs merged into a file, their
+// commits). It derives what the tables show: per contender the median
+// round and the spread from the fastest to the slowest, the worst
+// goroutine's latency, and the verdict of a Mann–Whitney U test of its
+// rounds against poolkit's (Compare, with golang.org/x/perf/benchmath) with
+// the ratio and its confidence interval; and for the faults phase the
+// medians and ranges over its rounds. It prints them as text, JSON or
+// markdown.
 package results
 
 import (
@@ -342,52 +348,60 @@ func Summarize(c Contender) Summary {
 		s.Best, s.Median, s.Slowest, s.OpsPerSec, s.AllocsPerOp = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		return s
 	}
-	ns := make([]float64, 0, len(c.Rounds))
-	allocs := make([]float64, 0, len(c.Rounds))
-	var lats []Latency
-	var dials []float64
-	var tws []TimeWait
-	var waste, retained, jain, minMax []float64
+	var x series
 	for _, r := range c.Rounds {
-		if r.Jain > 0 {
-			jain = append(jain, r.Jain)
-			minMax = append(minMax, r.MinMax())
-		}
-		if r.Asked > 0 {
-			waste = append(waste, r.Waste())
-			retained = append(retained, float64(r.Retained))
-		}
-		ns = append(ns, r.NsPerOp())
-		allocs = append(allocs, r.AllocsPerOp())
+		x.add(r)
 		s.Errors += r.Errors
-		if r.Latency != nil {
-			lats = append(lats, *r.Latency)
-		}
-		dials = append(dials, float64(r.Dials))
-		if r.TimeWait != nil {
-			tws = append(tws, *r.TimeWait)
-		}
 	}
-	s.Dials = Median(dials)
-	if len(waste) > 0 {
-		s.Waste, s.Retained = Median(waste), Median(retained)
-	}
-	if len(jain) > 0 {
-		s.Jain, s.MinMax = Median(jain), Median(minMax)
-	}
-	if len(tws) > 0 {
-		// The lower median: a round that happened, not a mean of two.
-		sort.SliceStable(tws, func(i, j int) bool { return tws[i].Left() < tws[j].Left() })
-		s.TimeWait = &tws[(len(tws)-1)/2]
-	}
-	s.Best, s.Slowest = slices.Min(ns), slices.Max(ns)
-	s.Median = Median(ns)
+	s.Best, s.Slowest = slices.Min(x.ns), slices.Max(x.ns)
+	s.Median = Median(x.ns)
 	s.OpsPerSec = 1e9 / s.Median
-	s.AllocsPerOp = Median(allocs)
-	if len(lats) > 0 {
-		s.Latency = medianLatency(lats)
+	s.AllocsPerOp = Median(x.allocs)
+	s.Dials = Median(x.dials)
+	if len(x.lats) > 0 {
+		s.Latency = medianLatency(x.lats)
+	}
+	if len(x.waste) > 0 {
+		s.Waste, s.Retained = Median(x.waste), Median(x.retained)
+	}
+	if len(x.jain) > 0 {
+		s.Jain, s.MinMax = Median(x.jain), Median(x.minMax)
+	}
+	if len(x.tws) > 0 {
+		// The lower median: a round that happened, not a mean of two.
+		sort.SliceStable(x.tws, func(i, j int) bool { return x.tws[i].Left() < x.tws[j].Left() })
+		s.TimeWait = &x.tws[(len(x.tws)-1)/2]
 	}
 	return s
+}
+
+// series are a contender's figures round by round, those a round did not
+// record left out.
+type series struct {
+	ns, allocs, dials             []float64
+	waste, retained, jain, minMax []float64
+	lats                          []Latency
+	tws                           []TimeWait
+}
+
+func (x *series) add(r Round) {
+	x.ns = append(x.ns, r.NsPerOp())
+	x.allocs = append(x.allocs, r.AllocsPerOp())
+	x.dials = append(x.dials, float64(r.Dials))
+	if r.Jain > 0 {
+		x.jain = append(x.jain, r.Jain)
+		x.minMax = append(x.minMax, r.MinMax())
+	}
+	if r.Asked > 0 {
+		x.waste = append(x.waste, r.Waste())
+		x.retained = append(x.retained, float64(r.Retained))
+	}
+	if r.Latency != nil {
+		x.lats = append(x.lats, *r.Latency)
+	}
+	if r.TimeWait != nil {
+		x.tws = append(x.tws, *r.TimeWait)
+	}
 }
 
 // medianLatency is the median over the rounds of each percentile of the
