@@ -303,3 +303,23 @@ func TestTheInstructionCountsHaveAPage(t *testing.T) {
 	}
 	assert.Contains(t, files["BENCHMARKS.md"], "[Instructions per operation](benchmarks/instructions.md)")
 }
+
+func TestTheFaultsPhaseHasAPageAndAHeadlineRow(t *testing.T) {
+	f := readFile(t, "testdata/faults.json")
+	require.NotNil(t, f.Faults)
+	_, files := write(t, f, report.Options{Mixed: true})
+	page := files["benchmarks/faults.md"]
+	for _, want := range []string{"# Faults", "## Method", "## Every connection killed", "## A server restart",
+		"## A network partition", "## The server frozen", "## Added latency", "| failed after the fault ended |",
+		"| postgres | pgxmanager checked |", "| redis | go-redis |", "(faults-partition-redis.svg)"} {
+		assert.Contains(t, page, want)
+	}
+	for _, k := range []string{"pgxmanager", "pgxmanager checked", "pgxpool", "database/sql", "poolkit", "go-redis"} {
+		assert.Contains(t, files["BENCHMARKS.md"], " "+k+" |", "the headline's faults row has a column per contender")
+	}
+	assert.Contains(t, files["BENCHMARKS.md"], "| all faults, PostgreSQL and Redis |")
+	assert.Contains(t, files["benchmarks/faults-restart-postgres.svg"], "</svg>")
+	for name, body := range files {
+		assert.NotRegexp(t, machinePath, body, name)
+	}
+}
