@@ -18,6 +18,12 @@
 //	go test -run '^$' -bench 'E2E/Server=echo' -count 10 ./benches/...
 //
 // Their output is benchstat's input. The poolbench command (cmd/poolbench)
-// runs the same cases in alternating rounds, reports the spread and the
-// latency distribution, and generates docs/BENCHMARKS.md.
+// runs the same cases in alternating rounds and reports, per contender, the
+// median and the spread of the rounds, the worst goroutine's latency and a
+// Mann–Whitney U test against poolkit (internal/measure, internal/results);
+// it also runs PostgreSQL through a PgBouncer of its own, and clients of
+// private PostgreSQL and Redis servers through five faults
+// (internal/faults). `poolbench publish` measures the whole published set
+// at one clean commit and generates docs/BENCHMARKS.md, its pages and
+// charts and the README's headline (internal/report).
 package benches

@@ -71,7 +71,7 @@ func TestE2ESmokeAgainstTheEchoServer(t *testing.T) {
 	out := stdout.String()
 	for _, want := range []string{
 		"E2E/Server=echo/Phase=steady", "E2E/Server=echo/Phase=oversubscribed", "E2E/Server=echo/Phase=nopool",
-		"poolkit", "puddle", "dedicated", "no pool", "dials", "vs dedicated", "vs poolkit",
+		"poolkit", "puddle", "dedicated", "no pool", "dials", "ns/op vs poolkit", "p99, worst goroutine", "ns/op median (min–max)",
 		"pools of MaxSize 2", "skipped: redis, not measured: -redis is empty",
 		"skipped: postgres, not measured: -postgres is empty",
 	} {

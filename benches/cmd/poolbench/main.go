@@ -1,15 +1,22 @@
 // Command poolbench compares poolkit with other pools, in one process, in
-// alternating rounds, and generates docs/BENCHMARKS.md from its results.
+// alternating rounds: per contender the median and spread of the rounds,
+// the worst goroutine's latency and a rank test against poolkit; end to end
+// against real servers (-mode=e2e) and through server faults
+// (-mode=faults). It generates docs/BENCHMARKS.md, its pages and charts and
+// the README's headline from its results, and publish measures the
+// published set at one clean commit.
 //
 // Usage:
 //
 //	poolbench [flags]                 measure and print the tables
-//	poolbench report -in results.json write BENCHMARKS.md and its charts
+//	poolbench report -in results.json write BENCHMARKS.md, its pages and charts
+//	poolbench publish                 measure the published set at this commit and write them all
 //	poolbench icount [-merge FILE]    count instructions per op under callgrind
 //	poolbench icount -baseline FILE   fail if poolkit's hot paths cost more than the baseline
 //
 // With no flags it runs a representative comparison in under a minute and
-// prints a text table. See -h for the flags.
+// prints a text table per case. -smoke cuts every span, to check that the
+// code runs. See -h for the flags.
 package main
 
 import (
@@ -28,6 +35,7 @@ import (
 	"time"
 
 	"github.com/poolkit/poolkit/benches/internal/e2e"
+	"github.com/poolkit/poolkit/benches/internal/faults"
 	"github.com/poolkit/poolkit/benches/internal/measure"
 	"github.com/poolkit/poolkit/benches/internal/report"
 	"github.com/poolkit/poolkit/benches/internal/results"
@@ -81,7 +89,7 @@ var modes = map[string]func(workers int) []workload.Case{
 	"all":   func(w int) []workload.Case { return slices.Concat(workload.PoolCases(w), workload.BytesCases(w)) },
 }
 
-const modeHelp = `
+var modeHelp = `
   default    Pool/HotPath, Pool/Parallel at MaxSize 8, Bytes 64 KiB hot path, realistic and mixed
   hotpath    Pool/HotPath; Bytes/HotPath at 4 KiB, 64 KiB, 1 MiB (all sizes with -mode=all)
   parallel   Pool/Parallel, Pool/TimeoutArmed, Pool/HandOff, Bytes/Contention
@@ -98,14 +106,20 @@ const modeHelp = `
   all        every group of the Go benchmarks but E2E
   e2e        end to end: pools of real connections to the in-process echo server, Redis
              (-redis) and PostgreSQL (-postgres), steady, oversubscribed and no pool;
-             a server that does not answer is skipped with a note`
+             a server that does not answer is skipped with a note; PostgreSQL also through a
+             PgBouncer that poolbench starts, where pgbouncer is installed
+  faults     clients of private PostgreSQL and Redis servers that poolbench starts, through
+             every connection killed, a restart, a partition, SIGSTOP and added latency
+             (about ` + faults.Estimate(faults.Settings()).Round(time.Minute).String() + `; a server whose binaries are missing is skipped)`
 
-// modeE2E is the end-to-end mode; its cases need servers, so it is not in
-// modes.
-const modeE2E = "e2e"
+// modeE2E and modeFaults need servers, so they are not in modes.
+const (
+	modeE2E    = "e2e"
+	modeFaults = "faults"
+)
 
 // modeNames lists the modes in the order the usage gives them.
-var modeNames = []string{"default", "hotpath", "parallel", "realistic", "mixed", "burst", "oversubscribed", "exchange", "handoff", "stats", "bytes", "all", modeE2E}
+var modeNames = []string{"default", "hotpath", "parallel", "realistic", "mixed", "burst", "oversubscribed", "exchange", "handoff", "stats", "bytes", "all", modeE2E, modeFaults}
 
 // e2eDuration is how long each end-to-end contender runs per round unless
 // -duration or -ops says otherwise: long enough for a p99.9 of a few
@@ -153,8 +167,13 @@ type config struct {
 	note     string
 	// e2e: -mode includes e2e; the end-to-end cases run for e2eDur (or
 	// ops), against redis and postgres ("" leaves one out).
-	e2e             bool
-	e2eDur          time.Duration
+	e2e    bool
+	e2eDur time.Duration
+	// faults: -mode includes faults, run with faultSettings.
+	faults        bool
+	faultSettings results.FaultSettings
+	// smoke: -smoke, every span cut to a check that the code runs.
+	smoke           bool
 	merge           string
 	redis, postgres string
 }
@@ -165,14 +184,35 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("poolbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	mode := c.define(fs)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	err := c.setModes(*mode)
+	if err == nil {
+		err = c.validate(fs)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "poolbench: %v\n", err)
+		fs.Usage()
+		return c, err
+	}
+	c.applySpans(fs)
+	return c, nil
+}
+
+// define defines the flags of a measuring run on fs, into c, and returns
+// -mode's value.
+func (c *config) define(fs *flag.FlagSet) *string {
 	mode := fs.String("mode", "default", "what to run, comma-separated: "+strings.Join(modeNames, "|")+modeHelp)
 	fs.IntVar(&c.workers, "workers", 0, "goroutines of the multi-goroutine cases, instead of their sweep (0: the sweep);\n-mode=e2e: the pools' MaxSize and the steady phase's goroutines (0: "+strconv.Itoa(e2e.DefaultMaxSize)+")")
 	fs.Int64Var(&c.ops, "ops", 0, "ops per contender per round, all goroutines together (0: run for -duration)")
 	fs.DurationVar(&c.duration, "duration", 100*time.Millisecond, "how long each contender runs per round, when -ops is 0 (-mode=e2e: "+e2eDuration.String()+" unless given)")
-	fs.IntVar(&c.rounds, "rounds", 5, "rounds per case; each round runs every contender once")
+	fs.IntVar(&c.rounds, "rounds", 10, "rounds per case; each round runs every contender once (the rank test needs 5 to find\nany difference; 10 give it power)")
 	fs.StringVar(&c.output, "output", "text", "output format: text|json|markdown")
 	fs.StringVar(&c.out, "o", "", "write the output to `FILE` instead of stdout")
 	fs.StringVar(&c.note, "note", "", "a note to keep in the results (and in the report)")
+	fs.BoolVar(&c.smoke, "smoke", false, "a smoke run: "+smokeDuration.String()+" per contender and 1 round unless -duration or -rounds say otherwise,\n-mode=e2e "+smokeE2E.String()+", -mode=faults "+faults.Estimate(faults.SmokeSettings()).Round(time.Second).String()+"; checks that the code runs, its figures mean nothing")
 	fs.StringVar(&c.merge, "merge", "", "merge into the results `FILE` (written by -output=json): the cases measured now replace\nthose of the same name, or are added, and the run is recorded in its updates")
 	fs.StringVar(&c.redis, "redis", envOr(e2e.EnvRedisAddr, e2e.DefaultRedisAddr),
 		"-mode=e2e: the Redis server's `host:port`, $"+e2e.EnvRedisAddr+" if set; empty: leave Redis out")
@@ -183,55 +223,79 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage:
   poolbench [flags]                     measure, print tables
-  poolbench report -in FILE [-docs DIR] write BENCHMARKS.md and charts from a results file
+  poolbench report -in FILE [-docs DIR] write BENCHMARKS.md, its pages and charts from a results file
+  poolbench publish [-dry-run]          measure the published set at this commit, write the docs (see -h)
   poolbench icount [-h]                 count instructions per op under callgrind (see -h)
 
 Flags:
 `)
 		fs.PrintDefaults()
 	}
-	bad := func(format string, args ...any) (config, error) {
-		err := fmt.Errorf(format, args...)
-		fmt.Fprintf(stderr, "poolbench: %v\n", err)
-		fs.Usage()
-		return c, err
-	}
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if fs.NArg() > 0 {
-		return bad("unexpected argument %q", fs.Arg(0))
-	}
-	for _, m := range strings.Split(*mode, ",") {
+	return mode
+}
+
+// setModes sets c's modes from -mode's comma-separated list.
+func (c *config) setModes(list string) error {
+	for _, m := range strings.Split(list, ",") {
 		m = strings.TrimSpace(m)
-		if m == modeE2E {
+		switch _, ok := modes[m]; {
+		case m == modeE2E:
 			c.e2e = true
-		} else if _, ok := modes[m]; !ok {
-			return bad("-mode: unknown mode %q (want %s)", m, strings.Join(modeNames, ", "))
+		case m == modeFaults:
+			c.faults = true
+		case !ok:
+			return fmt.Errorf("-mode: unknown mode %q (want %s)", m, strings.Join(modeNames, ", "))
 		}
 		if !slices.Contains(c.modes, m) {
 			c.modes = append(c.modes, m)
 		}
 	}
+	return nil
+}
+
+// validate checks the flags' values and that fs has no argument left.
+func (c *config) validate(fs *flag.FlagSet) error {
 	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	case c.workers < 0:
-		return bad("-workers must be >= 0, got %d", c.workers)
+		return fmt.Errorf("-workers must be >= 0, got %d", c.workers)
 	case c.ops < 0:
-		return bad("-ops must be >= 0, got %d", c.ops)
+		return fmt.Errorf("-ops must be >= 0, got %d", c.ops)
 	case c.ops == 0 && c.duration <= 0:
-		return bad("-duration must be > 0 when -ops is 0, got %v", c.duration)
+		return fmt.Errorf("-duration must be > 0 when -ops is 0, got %v", c.duration)
 	case c.rounds < 1:
-		return bad("-rounds must be >= 1, got %d", c.rounds)
+		return fmt.Errorf("-rounds must be >= 1, got %d", c.rounds)
 	case !slices.Contains([]string{"text", "json", "markdown"}, c.output):
-		return bad("-output: unknown format %q (want text, json or markdown)", c.output)
+		return fmt.Errorf("-output: unknown format %q (want text, json or markdown)", c.output)
 	}
-	c.e2eDur = e2eDuration
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "duration" {
-			c.e2eDur = c.duration
+	return nil
+}
+
+// Smoke runs' spans.
+const (
+	smokeDuration = 5 * time.Millisecond
+	smokeE2E      = 20 * time.Millisecond
+)
+
+// applySpans sets the spans the flags did not: the end-to-end duration,
+// the fault settings, and with -smoke the short ones.
+func (c *config) applySpans(fs *flag.FlagSet) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c.e2eDur, c.faultSettings = e2eDuration, faults.Settings()
+	if c.smoke {
+		c.e2eDur, c.faultSettings = smokeE2E, faults.SmokeSettings()
+		if !set["duration"] {
+			c.duration = smokeDuration
 		}
-	})
-	return c, nil
+		if !set["rounds"] {
+			c.rounds = 1
+		}
+	}
+	if set["duration"] {
+		c.e2eDur = c.duration
+	}
 }
 
 // envOr returns $name, or def if it is unset or empty.
@@ -255,7 +319,7 @@ func (c config) cases() []workload.Case {
 	var out []workload.Case
 	seen := map[string]bool{}
 	for _, m := range c.modes {
-		if m == modeE2E {
+		if m == modeE2E || m == modeFaults {
 			continue
 		}
 		for _, k := range modes[m](c.workers) {
@@ -274,6 +338,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		switch args[0] {
 		case "report":
 			return runReport(args[1:], stderr)
+		case "publish":
+			return runPublish(ctx, args[1:], stderr)
 		case "icount":
 			return runIcount(ctx, args[1:], stdout, stderr)
 		case childCommand:
@@ -287,6 +353,35 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return exitUsage
 	}
+	f, err := measureFile(ctx, c, args, stderr)
+	code := exitOK
+	switch {
+	case errors.Is(err, measure.ErrInterrupted):
+		fmt.Fprintln(stderr, "poolbench: interrupted; printing what was measured so far")
+		code = exitInterrupted
+	case err != nil:
+		fmt.Fprintf(stderr, "poolbench: %v\n", err)
+		return exitFailed
+	}
+	if c.merge != "" {
+		old, err := readResults(c.merge)
+		if err != nil {
+			fmt.Fprintf(stderr, "poolbench: -merge: %v\n", err)
+			return exitFailed
+		}
+		f = results.Merge(old, f)
+	}
+	if err := write(f, c, stdout); err != nil {
+		fmt.Fprintf(stderr, "poolbench: %v\n", err)
+		return exitFailed
+	}
+	return code
+}
+
+// measureFile runs what c asks for, args being its flags, and returns the
+// results; measure.ErrInterrupted with those measured so far if ctx ended
+// first.
+func measureFile(ctx context.Context, c config, args []string, stderr io.Writer) (results.File, error) {
 	f := results.File{
 		Schema:  results.Schema,
 		Command: commandLine(args),
@@ -307,29 +402,11 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if c.e2e && err == nil {
 		err = runE2E(ctx, c, &f, stderr)
 	}
-	code := exitOK
-	switch {
-	case errors.Is(err, measure.ErrInterrupted):
-		f.Interrupted = true
-		fmt.Fprintln(stderr, "poolbench: interrupted; printing what was measured so far")
-		code = exitInterrupted
-	case err != nil:
-		fmt.Fprintf(stderr, "poolbench: %v\n", err)
-		return exitFailed
+	if c.faults && err == nil {
+		err = runFaults(ctx, c, &f, stderr)
 	}
-	if c.merge != "" {
-		old, err := readResults(c.merge)
-		if err != nil {
-			fmt.Fprintf(stderr, "poolbench: -merge: %v\n", err)
-			return exitFailed
-		}
-		f = results.Merge(old, f)
-	}
-	if err := write(f, c, stdout); err != nil {
-		fmt.Fprintf(stderr, "poolbench: %v\n", err)
-		return exitFailed
-	}
-	return code
+	f.Interrupted = errors.Is(err, measure.ErrInterrupted)
+	return f, err
 }
 
 // readResults reads a results file.
@@ -359,7 +436,7 @@ func runE2E(ctx context.Context, c config, f *results.File, stderr io.Writer) er
 		es.DurationNs = c.e2eDur.Nanoseconds()
 	}
 	f.Settings.E2E = es
-	env, err := e2e.Open(ctx, e2e.Options{RedisAddr: c.redis, PostgresDSN: c.postgres})
+	env, err := e2e.Open(ctx, e2e.Options{RedisAddr: c.redis, PostgresDSN: c.postgres, PgBouncer: true, MaxSize: c.maxSize()})
 	if err != nil {
 		return err
 	}
@@ -385,6 +462,22 @@ func runE2E(ctx context.Context, c config, f *results.File, stderr io.Writer) er
 	return err
 }
 
+// runFaults runs the faults phase into f.
+func runFaults(ctx context.Context, c config, f *results.File, stderr io.Writer) error {
+	fmt.Fprintf(stderr, "poolbench: faults: about %v\n", faults.Estimate(c.faultSettings).Round(time.Second))
+	fr, err := faults.Run(ctx, faults.Options{Settings: c.faultSettings, Progress: stderr})
+	if fr != nil {
+		for _, s := range fr.Skipped {
+			fmt.Fprintf(stderr, "poolbench: faults: skipping %s\n", results.SkipLine(s))
+		}
+		f.Faults = fr
+	}
+	if errors.Is(err, faults.ErrInterrupted) {
+		return measure.ErrInterrupted
+	}
+	return err
+}
+
 // commandLine is the invocation, quoted for a POSIX shell, with the
 // password of a -postgres connection string hidden.
 func commandLine(args []string) string {
@@ -403,7 +496,7 @@ func commandLine(args []string) string {
 		}
 		words = append(words, a)
 	}
-	return strings.Join(words, " ")
+	return results.ScrubPaths(strings.Join(words, " "))
 }
 
 // unsafe reports whether r needs quoting in a shell word.
@@ -440,9 +533,10 @@ func runReport(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("poolbench report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	in := fs.String("in", "", "the results `FILE` (written by poolbench -output=json -o FILE); required")
-	docs := fs.String("docs", "", "the `DIR` that gets BENCHMARKS.md and benchmarks/*.svg (default: docs/ of the repository around the working directory)")
+	docs := fs.String("docs", "", "the `DIR` that gets BENCHMARKS.md and benchmarks/ (default: docs/ of the repository around the working directory)")
+	mixed := fs.Bool("mixed", false, "accept results from several commits or from a tree with uncommitted changes,\nand say so on every page (without it such results are refused)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage:\n  poolbench report -in FILE [-docs DIR]\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage:\n  poolbench report -in FILE [-docs DIR] [-mixed]\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -461,27 +555,36 @@ func runReport(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "poolbench report: %v\n", err)
 		return exitFailed
 	}
-	dir, root := *docs, repoRoot()
-	if dir == "" {
-		dir = filepath.Join(root, "docs")
-	}
-	if err := report.Write(f, report.Options{Docs: dir, In: fromRoot(root, *in)}); err != nil {
+	root := repoRoot()
+	opt := report.Options{Docs: *docs, In: fromRoot(root, *in), Mixed: *mixed}
+	if err := writeReport(f, opt, root, *docs == "", stderr); err != nil {
 		fmt.Fprintf(stderr, "poolbench report: %v\n", err)
 		return exitFailed
 	}
-	fmt.Fprintf(stderr, "poolbench report: wrote %s and %d charts in %s\n",
-		filepath.Join(dir, "BENCHMARKS.md"), len(f.Cases), filepath.Join(dir, report.ChartDir))
-	// The README's figures come from the same file: rewrite its headline
-	// block when the report goes to the repository's own docs.
-	if *docs == "" {
-		readme := filepath.Join(root, "README.md")
-		if err := report.UpdateReadme(readme, f, fromRoot(root, *in)); err != nil {
-			fmt.Fprintf(stderr, "poolbench report: %v\n", err)
-			return exitFailed
-		}
-		fmt.Fprintf(stderr, "poolbench report: wrote the headline of %s\n", readme)
-	}
 	return exitOK
+}
+
+// writeReport writes the pages of f (to opt.Docs, or the docs/ of root if
+// empty) and, with readme, the headline of root's README.md.
+func writeReport(f results.File, opt report.Options, root string, readme bool, stderr io.Writer) error {
+	if opt.Docs == "" {
+		opt.Docs = filepath.Join(root, "docs")
+	}
+	if err := report.Write(f, opt); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "poolbench report: wrote %s, %d pages and their charts in %s\n",
+		filepath.Join(opt.Docs, "BENCHMARKS.md"), len(report.Pages(f)), filepath.Join(opt.Docs, report.ChartDir))
+	if !readme {
+		return nil
+	}
+	// The README's figures come from the same file.
+	path := filepath.Join(root, "README.md")
+	if err := report.UpdateReadme(path, f, opt); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "poolbench report: wrote the headline of %s\n", path)
+	return nil
 }
 
 // repoRoot is the nearest directory at or above the working directory that

@@ -23,8 +23,10 @@ func TestMain(m *testing.M) {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	// os/signal keeps one goroutine for the life of the process once
-	// signal.Notify has been called.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("os/signal.signal_recv"))
+	// signal.Notify has been called, and go-redis (the faults phase's)
+	// one once its package is loaded.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("os/signal.signal_recv"),
+		goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.startGlobalTimeCache.func1"))
 }
 
 const fixture = "../../internal/report/testdata/results.json"
@@ -43,11 +45,26 @@ func TestParseAcceptsGoodFlags(t *testing.T) {
 	assert.Equal(t, "hi", c.note)
 }
 
+func TestSmokeCutsEverySpanUnlessAFlagSetsIt(t *testing.T) {
+	c, err := parse([]string{"-mode=hotpath,e2e,faults", "-smoke"}, new(bytes.Buffer))
+	require.NoError(t, err)
+	assert.True(t, c.e2e && c.faults)
+	assert.Equal(t, smokeDuration, c.duration)
+	assert.Equal(t, smokeE2E, c.e2eDur)
+	assert.Equal(t, 1, c.rounds)
+	assert.Less(t, c.faultSettings.BeforeNs, int64(time.Second))
+	c, err = parse([]string{"-smoke", "-rounds=3", "-duration=7ms"}, new(bytes.Buffer))
+	require.NoError(t, err)
+	assert.Equal(t, 3, c.rounds)
+	assert.Equal(t, 7*time.Millisecond, c.duration)
+	assert.Equal(t, 7*time.Millisecond, c.e2eDur)
+}
+
 func TestParseDefaults(t *testing.T) {
 	c, err := parse(nil, new(bytes.Buffer))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"default"}, c.modes)
-	assert.Equal(t, 5, c.rounds)
+	assert.Equal(t, 10, c.rounds, "enough rounds for the rank test to have power")
 	assert.Equal(t, 100*time.Millisecond, c.duration)
 	assert.Equal(t, "text", c.output)
 	assert.NotEmpty(t, c.cases())
@@ -55,13 +72,13 @@ func TestParseDefaults(t *testing.T) {
 
 func TestEveryModeHasCases(t *testing.T) {
 	for _, m := range modeNames {
-		if m == modeE2E {
-			continue // its cases need the servers: see TestE2E*
+		if m == modeE2E || m == modeFaults {
+			continue // they need servers: see TestE2E* and the CI smoke run
 		}
 		assert.NotEmpty(t, modes[m](0), m)
 		assert.NotEmpty(t, modes[m](3), m)
 	}
-	assert.Len(t, modeNames, len(modes)+1)
+	assert.Len(t, modeNames, len(modes)+2)
 }
 
 func TestBadFlagsPrintUsageAndExit2(t *testing.T) {
@@ -140,7 +157,7 @@ func TestRunWritesJSONThatReadsBack(t *testing.T) {
 func TestRunWritesAMarkdownTable(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, exitOK, run(append(tiny, "-output=markdown"), &stdout, &stderr), stderr.String())
-	assert.Contains(t, stdout.String(), "| contender | ops/s | ns/op best (median) | allocs/op | p50 | p99 | p99.9 | max | vs poolkit ring |")
+	assert.Contains(t, stdout.String(), "| contender | ops/s | p99, worst goroutine | ns/op median (min–max) | allocs/op | p50 | p99.9 | max | ns/op vs poolkit ring | p99 vs poolkit ring |")
 	assert.Equal(t, 4, strings.Count(stdout.String(), "| poolkit ")+strings.Count(stdout.String(), "| chan |"))
 }
 

@@ -104,72 +104,95 @@ type held[T any] struct {
 func (k conns[T]) puddle(ctx context.Context, maxSize int) workload.Entry {
 	return workload.Entry{Name: namePuddle, Key: "Impl=puddle", Setup: func() (workload.Instance, error) {
 		var dials atomic.Int64
-		m := k.manager(&dials)
-		check, _ := m.(manager.ReleaseChecker[T])
-		p, err := puddle.NewPool(&puddle.Config[*held[T]]{
-			Constructor: func(ctx context.Context) (*held[T], error) {
-				c, err := m.Connect(ctx)
-				if err != nil {
-					return nil, err
-				}
-				return &held[T]{c: c}, nil
-			},
-			Destructor: func(h *held[T]) { _ = m.Close(h.c) },
-			MaxSize:    int32(maxSize),
-		})
+		p, err := newPuddled(k.manager(&dials), maxSize)
 		if err != nil {
 			return workload.Instance{}, err
-		}
-		acquire := func() (*puddle.Resource[*held[T]], error) {
-			for {
-				r, err := p.Acquire(ctx)
-				if err != nil {
-					return nil, err
-				}
-				h := r.Value()
-				if h.uses > 0 {
-					met := manager.Metrics{Created: r.CreationTime(), LastUsed: time.Now().Add(-r.IdleDuration()), Uses: h.uses}
-					if m.Recycle(ctx, h.c, met) != nil {
-						r.Destroy()
-						continue
-					}
-				}
-				h.uses++
-				return r, nil
-			}
-		}
-		release := func(r *puddle.Resource[*held[T]]) {
-			if check != nil && check.CheckRelease(r.Value().c) != nil {
-				r.Destroy()
-				return
-			}
-			r.Release()
 		}
 		return workload.Instance{
 			Worker: func(int) workload.Op {
 				req := k.request()
-				return func() error {
-					r, err := acquire()
-					if err != nil {
-						return err
-					}
-					c := r.Value().c
-					if err := req(ctx, c); err != nil {
-						if k.broken(c, err) {
-							r.Destroy()
-						} else {
-							release(r)
-						}
-						return err
-					}
-					release(r)
-					return nil
-				}
+				return func() error { return p.do(ctx, k, req) }
 			},
-			Close: p.Close,
+			Close: p.pool.Close,
 			Dials: dials.Load,
 		}, nil
 	}}
+}
+
+// puddled is a puddle pool of held connections made by m, with poolkit's
+// checks around it.
+type puddled[T any] struct {
+	pool  *puddle.Pool[*held[T]]
+	m     manager.Manager[T]
+	check manager.ReleaseChecker[T] // nil if m has none
+}
+
+func newPuddled[T any](m manager.Manager[T], maxSize int) (*puddled[T], error) {
+	p := &puddled[T]{m: m}
+	p.check, _ = m.(manager.ReleaseChecker[T])
+	pool, err := puddle.NewPool(&puddle.Config[*held[T]]{
+		Constructor: func(ctx context.Context) (*held[T], error) {
+			c, err := m.Connect(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return &held[T]{c: c}, nil
+		},
+		Destructor: func(h *held[T]) { _ = m.Close(h.c) },
+		MaxSize:    int32(maxSize),
+	})
+	p.pool = pool
+	return p, err
+}
+
+// acquire acquires a connection that passes Recycle, destroying those that
+// do not.
+func (p *puddled[T]) acquire(ctx context.Context) (*puddle.Resource[*held[T]], error) {
+	for {
+		r, err := p.pool.Acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		h := r.Value()
+		if h.uses > 0 {
+			met := manager.Metrics{Created: r.CreationTime(), LastUsed: time.Now().Add(-r.IdleDuration()), Uses: h.uses}
+			if p.m.Recycle(ctx, h.c, met) != nil {
+				r.Destroy()
+				continue
+			}
+		}
+		h.uses++
+		return r, nil
+	}
+}
+
+// release returns r, or destroys it if the release check refuses it.
+func (p *puddled[T]) release(r *puddle.Resource[*held[T]]) {
+	if p.check != nil && p.check.CheckRelease(r.Value().c) != nil {
+		r.Destroy()
+		return
+	}
+	r.Release()
+}
+
+// do runs one request on a pooled connection: a connection the request
+// broke is destroyed, any other released.
+func (p *puddled[T]) do(ctx context.Context, k conns[T], req func(context.Context, T) error) error {
+	r, err := p.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	c := r.Value().c
+	if err := req(ctx, c); err != nil {
+		if k.broken(c, err) {
+			r.Destroy()
+		} else {
+			p.release(r)
+		}
+		return err
+	}
+	p.release(r)
+	return nil
 }
 
 // dedicatedSlot is one goroutine's own connection.

@@ -13,6 +13,10 @@
 // PostgreSQL also pgxpool and database/sql over pgx's stdlib driver, and the
 // upper bound, "dedicated": one connection per goroutine and no pool. Every
 // contender of a server dials with the same code and runs the same request.
+// Where asked (Options.PgBouncer), PostgreSQL is also measured through a
+// PgBouncer started on a port of its own in transaction pooling mode, with
+// pgxmanager and pgxpool in pgx's simple-protocol mode, in the pooled
+// phases.
 //
 // The requests run under context.Background(): a cancellable context would
 // add its own cost (pgconn watches it with a goroutine per query), and a
@@ -60,7 +64,8 @@ const Oversubscription = 4
 // Phases, in the order they run.
 var Phases = []string{"steady", "oversubscribed", "nopool"}
 
-// Servers, in the order they run; the Server= element of the names.
+// Servers, in the order they run; the Server= element of the names
+// (ServerPgbouncer, after ServerPostgres, is beside PgBouncer's code).
 const (
 	ServerEcho     = "echo"
 	ServerRedis    = "redis"
@@ -78,8 +83,21 @@ type Options struct {
 	// RedisAddr is the Redis server's host:port; "" leaves Redis out.
 	RedisAddr string
 	// PostgresDSN is a PostgreSQL connection string; "" leaves PostgreSQL
-	// out.
+	// out, and PgBouncer with it.
 	PostgresDSN string
+	// PgBouncer asks for a PgBouncer of the run's own in front of
+	// PostgreSQL (skipped, with the reason, where pgbouncer is missing).
+	PgBouncer bool
+	// MaxSize is the pools' MaxSize, and PgBouncer's server pool size;
+	// DefaultMaxSize if 0.
+	MaxSize int
+}
+
+func (o Options) maxSize() int {
+	if o.MaxSize > 0 {
+		return o.MaxSize
+	}
+	return DefaultMaxSize
 }
 
 // Env is the servers of an end-to-end run: the echo server it started, and
@@ -89,6 +107,7 @@ type Env struct {
 	// Skipped lists the servers asked for that did not answer, and why.
 	Skipped []results.Skip
 	echo    *echo.Server
+	bouncer *pgbouncer // nil unless started
 }
 
 // target is one server and the entries of its cases.
@@ -121,18 +140,42 @@ func Open(ctx context.Context, opt Options) (*Env, error) {
 		}
 	}
 	if opt.PostgresDSN != "" {
-		t, err := postgresTarget(ctx, opt.PostgresDSN)
-		if err != nil {
-			env.Skipped = append(env.Skipped, results.Skip{Server: ServerPostgres, Reason: err.Error()})
-		} else {
-			env.targets = append(env.targets, t)
-		}
+		env.openPostgres(ctx, opt)
 	}
 	return env, nil
 }
 
-// Close stops the echo server.
-func (e *Env) Close() error { return e.echo.Close() }
+// openPostgres adds PostgreSQL and, in front of it, a PgBouncer of its
+// own, or the reasons they are skipped.
+func (e *Env) openPostgres(ctx context.Context, opt Options) {
+	t, base, version, err := postgresTarget(ctx, opt.PostgresDSN)
+	if err != nil {
+		e.Skipped = append(e.Skipped, results.Skip{Server: ServerPostgres, Reason: err.Error()})
+		if opt.PgBouncer {
+			e.Skipped = append(e.Skipped, results.Skip{Server: ServerPgbouncer, Reason: "PostgreSQL is not measured"})
+		}
+		return
+	}
+	e.targets = append(e.targets, t)
+	if !opt.PgBouncer {
+		return
+	}
+	b, err := startPgbouncer(ctx, base, opt.maxSize())
+	if err != nil {
+		e.Skipped = append(e.Skipped, results.Skip{Server: ServerPgbouncer, Reason: err.Error()})
+		return
+	}
+	e.bouncer = b
+	e.targets = append(e.targets, pgbouncerTarget(b, opt.PostgresDSN, version, base))
+}
+
+// Close stops the echo server and PgBouncer.
+func (e *Env) Close() error {
+	if e.bouncer != nil {
+		e.bouncer.Close()
+	}
+	return e.echo.Close()
+}
 
 // Servers returns the servers that will be measured, in order.
 func (e *Env) Servers() []string {
@@ -156,6 +199,9 @@ func (e *Env) Cases(ctx context.Context, maxSize int) []workload.Case {
 				Workers: maxSize, Unit: t.unit, Latency: true, Server: t.describe,
 				Entries: t.entries(ctx, phase, maxSize),
 			}
+			if len(c.Entries) == 0 {
+				continue // PgBouncer has no nopool phase
+			}
 			switch phase {
 			case "steady", "oversubscribed":
 				if phase == "oversubscribed" {
@@ -163,6 +209,10 @@ func (e *Env) Cases(ctx context.Context, maxSize int) []workload.Case {
 				}
 				c.Baseline = nameDedicated
 				c.Setup = fmt.Sprintf("pools of MaxSize %d; dedicated: one connection per goroutine, no pool", maxSize)
+				if t.server == ServerPgbouncer {
+					c.Baseline = namePgxmanager
+					c.Setup = fmt.Sprintf("pools of MaxSize %d in front of PgBouncer's server pool of %d", maxSize, maxSize)
+				}
 			case "nopool":
 				c.Baseline = namePoolkit
 				c.Setup = fmt.Sprintf("poolkit of MaxSize %d; no pool: a connection dialled for each op, closed after it", maxSize)
@@ -222,3 +272,17 @@ func FromEnv() Options {
 
 // errUnexpected is a reply that is not the one the request expects.
 var errUnexpected = errors.New("e2e: unexpected reply")
+
+// Estimate is about how long the cases of every server take with rounds
+// and d per contender and round (see measure.Estimate), all servers
+// answering: the echo server and Redis with poolkit, puddle and dedicated in
+// the pooled phases, PostgreSQL with pgxmanager, pgxpool and database/sql
+// besides, PgBouncer with pgxmanager and pgxpool alone, and poolkit and no
+// pool in the nopool phases, which wait up to half a second for the sockets
+// to settle.
+func Estimate(rounds int, d time.Duration) time.Duration {
+	pooled := 3 + 3 + 6 + 2 // contenders of a pooled phase, all servers
+	nopool := 3 * 2         // poolkit and no pool of echo, Redis and PostgreSQL
+	one := d + max(d/10, time.Millisecond) + 10*time.Millisecond
+	return time.Duration(rounds) * (time.Duration(2*pooled+nopool)*one + time.Duration(nopool)*500*time.Millisecond)
+}

@@ -65,3 +65,40 @@ func TestPortOf(t *testing.T) {
 	assert.Equal(t, 5432, portOf("[::1]:5432"))
 	assert.Equal(t, 0, portOf("nonsense"))
 }
+
+// TestPgBouncerRowsRunThroughAPgBouncerOfTheirOwn starts PgBouncer in front
+// of $POOLKIT_POSTGRES_DSN's server; it skips where either is missing.
+func TestPgBouncerRowsRunThroughAPgBouncerOfTheirOwn(t *testing.T) {
+	opt := FromEnv()
+	if opt.PostgresDSN == "" {
+		t.Skip(EnvPostgresDSN + " is not set")
+	}
+	opt.RedisAddr, opt.PgBouncer, opt.MaxSize = "", true, 2
+	env, err := Open(context.Background(), opt)
+	require.NoError(t, err)
+	defer env.Close()
+	for _, s := range env.Skipped {
+		if s.Server == ServerPgbouncer {
+			t.Skip("pgbouncer: " + s.Reason)
+		}
+	}
+	require.Equal(t, []string{ServerEcho, ServerPostgres, ServerPgbouncer}, env.Servers())
+	var names []string
+	for _, c := range env.Cases(context.Background(), 2) {
+		if c.Group != "Server="+ServerPgbouncer {
+			continue
+		}
+		names = append(names, c.Name())
+		require.Len(t, c.Entries, 2)
+		for _, e := range c.Entries {
+			in, err := e.Setup()
+			require.NoError(t, err, e.Name)
+			op := in.Worker(0)
+			for range 20 { // more than one transaction per server connection
+				require.NoError(t, op(), "%s through PgBouncer in transaction mode", e.Name)
+			}
+			in.Close()
+		}
+	}
+	assert.Equal(t, []string{"E2E/Server=pgbouncer/Phase=steady", "E2E/Server=pgbouncer/Phase=oversubscribed"}, names)
+}

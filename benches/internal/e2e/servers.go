@@ -157,8 +157,8 @@ func pgExec(ctx context.Context, c *pgx.Conn) error {
 
 // pgxManager returns a pgxmanager.Manager for dsn with its defaults, the
 // connections named and counted in dials.
-func pgxManager(dsn string, dials *atomic.Int64) (*pgxmanager.Manager, error) {
-	cc, err := pgxConfig(dsn, dials)
+func pgxManager(dsn string, dials *atomic.Int64, adjust func(*pgx.ConnConfig)) (*pgxmanager.Manager, error) {
+	cc, err := pgxConfig(dsn, dials, adjust)
 	if err != nil {
 		return nil, err
 	}
@@ -170,19 +170,19 @@ func pgxManager(dsn string, dials *atomic.Int64) (*pgxmanager.Manager, error) {
 // check), beside pgxmanager's Pool facade, pgxpool and database/sql; a
 // request is SELECT 1. Connections are counted where they are dialled
 // (pgconn's DialFunc), for every contender. It fails if the server does not
-// answer.
-func postgresTarget(ctx context.Context, dsn string) (target, error) {
+// answer. It also returns the parsed dsn and the server's version.
+func postgresTarget(ctx context.Context, dsn string) (target, *pgx.ConnConfig, string, error) {
 	base, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return target{}, fmt.Errorf("%s: %w", Redact(dsn), err)
+		return target{}, nil, "", fmt.Errorf("%s: %w", Redact(dsn), err)
 	}
 	version, err := probePostgres(ctx, base)
 	if err != nil {
-		return target{}, fmt.Errorf("%s: %w", Redact(dsn), err)
+		return target{}, nil, "", fmt.Errorf("%s: %w", Redact(dsn), err)
 	}
 	k := conns[*pgx.Conn]{
 		manager: func(n *atomic.Int64) manager.Manager[*pgx.Conn] {
-			m, err := pgxManager(dsn, n)
+			m, err := pgxManager(dsn, n, nil)
 			if err != nil { // dsn parsed above: cannot happen
 				panic("e2e: bug: " + err.Error())
 			}
@@ -192,21 +192,22 @@ func postgresTarget(ctx context.Context, dsn string) (target, error) {
 		broken:  func(c *pgx.Conn, _ error) bool { return c.IsClosed() },
 	}
 	port := 0
-	where := base.Host
+	where := "a Unix socket"
 	if !strings.HasPrefix(base.Host, "/") {
 		port = int(base.Port)
 		where = net.JoinHostPort(base.Host, fmt.Sprint(base.Port))
 	}
-	return target{
+	t := target{
 		server:   ServerPostgres,
 		describe: fmt.Sprintf("PostgreSQL %s at %s, database %s", version, where, base.Database),
 		port:     port,
 		unit:     pgQuery + " over the simple query protocol, its result read",
 		entries: func(ctx context.Context, phase string, maxSize int) []workload.Entry {
 			return phaseEntries(ctx, k, phase, maxSize,
-				facadeEntry(ctx, dsn, maxSize), pgxpoolEntry(ctx, dsn, maxSize), sqlEntry(ctx, dsn, maxSize))
+				facadeEntry(ctx, dsn, maxSize, nil), pgxpoolEntry(ctx, dsn, maxSize, nil), sqlEntry(ctx, dsn, maxSize))
 		},
-	}, nil
+	}
+	return t, base, version, nil
 }
 
 // probePostgres connects with cfg, runs the query and returns the server's
@@ -234,11 +235,12 @@ func probePostgres(ctx context.Context, cfg *pgx.ConnConfig) (string, error) {
 
 // facadeEntry is pgxmanager's Pool facade with MaxSize maxSize and the
 // Manager's defaults (a ping for a connection idle a second or more, as
-// pgxpool). An op is Pool.Exec: acquire, Exec, release, as pgxpool's.
-func facadeEntry(ctx context.Context, dsn string, maxSize int) workload.Entry {
+// pgxpool), its connection config changed by adjust if not nil. An op is
+// Pool.Exec: acquire, Exec, release, as pgxpool's.
+func facadeEntry(ctx context.Context, dsn string, maxSize int, adjust func(*pgx.ConnConfig)) workload.Entry {
 	return workload.Entry{Name: namePgxmanager, Key: "Impl=pgxmanager", Setup: func() (workload.Instance, error) {
 		var dials atomic.Int64
-		m, err := pgxManager(dsn, &dials)
+		m, err := pgxManager(dsn, &dials, adjust)
 		if err != nil {
 			return workload.Instance{}, err
 		}
@@ -259,11 +261,15 @@ func facadeEntry(ctx context.Context, dsn string, maxSize int) workload.Entry {
 	}}
 }
 
-// pgxConfig is dsn parsed for pgx, with the connections named and counted.
-func pgxConfig(dsn string, n *atomic.Int64) (*pgx.ConnConfig, error) {
+// pgxConfig is dsn parsed for pgx, changed by adjust if not nil, with the
+// connections named and counted.
+func pgxConfig(dsn string, n *atomic.Int64, adjust func(*pgx.ConnConfig)) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, err
+	}
+	if adjust != nil {
+		adjust(cfg)
 	}
 	cfg.RuntimeParams["application_name"] = applicationName
 	cfg.DialFunc = countDials(cfg.DialFunc, n)
@@ -271,16 +277,17 @@ func pgxConfig(dsn string, n *atomic.Int64) (*pgx.ConnConfig, error) {
 }
 
 // pgxpoolEntry is pgxpool with MaxConns maxSize and its defaults otherwise
-// (it pings a connection idle for more than a second before handing it out).
-// An op is Pool.Exec: acquire, Exec, release.
-func pgxpoolEntry(ctx context.Context, dsn string, maxSize int) workload.Entry {
+// (it pings a connection idle for more than a second before handing it out),
+// its connection config changed by adjust if not nil. An op is Pool.Exec:
+// acquire, Exec, release.
+func pgxpoolEntry(ctx context.Context, dsn string, maxSize int, adjust func(*pgx.ConnConfig)) workload.Entry {
 	return workload.Entry{Name: namePgxpool, Key: "Impl=pgxpool", Setup: func() (workload.Instance, error) {
 		var dials atomic.Int64
 		cfg, err := pgxpool.ParseConfig(dsn)
 		if err != nil {
 			return workload.Instance{}, err
 		}
-		cc, err := pgxConfig(dsn, &dials)
+		cc, err := pgxConfig(dsn, &dials, adjust)
 		if err != nil {
 			return workload.Instance{}, err
 		}
@@ -309,7 +316,7 @@ func pgxpoolEntry(ctx context.Context, dsn string, maxSize int) workload.Entry {
 func sqlEntry(ctx context.Context, dsn string, maxSize int) workload.Entry {
 	return workload.Entry{Name: nameSQL, Key: "Impl=sql", Setup: func() (workload.Instance, error) {
 		var dials atomic.Int64
-		cc, err := pgxConfig(dsn, &dials)
+		cc, err := pgxConfig(dsn, &dials, nil)
 		if err != nil {
 			return workload.Instance{}, err
 		}

@@ -130,12 +130,10 @@ func measureOne(ctx context.Context, c workload.Case, e workload.Entry, opt Opti
 }
 
 // measureInstance is measureOne from the set-up to the close of the
-// instance.
+// instance: set up, calibrate, warm up, measure, and account for memory.
 func measureInstance(ctx context.Context, c workload.Case, e workload.Entry, opt Options) (results.Round, error) {
 	runtime.GC() // each contender starts from a collected heap
-	var heap runtime.MemStats
-	runtime.ReadMemStats(&heap)
-	live := heap.HeapAlloc
+	live := heapAlloc()
 	in, err := e.Setup()
 	if err != nil {
 		return results.Round{}, fmt.Errorf("%s %s: %w", c.Name(), e.Name, err)
@@ -149,47 +147,85 @@ func measureInstance(ctx context.Context, c workload.Case, e workload.Entry, opt
 	if !c.TimeEachOp {
 		batch = calibrate(ops[0])
 	}
-
-	quota := func(div int64) []int64 {
-		if c.OpsPerWorker == 0 && opt.Ops <= 0 {
-			return nil
-		}
-		q := make([]int64, len(ops))
-		for i := range q {
-			if c.OpsPerWorker > 0 {
-				q[i] = max(1, int64(c.OpsPerWorker)/div)
-			} else {
-				per := opt.Ops / int64(len(ops))
-				if int64(i) < opt.Ops%int64(len(ops)) {
-					per++
-				}
-				q[i] = max(1, per/div)
-			}
-		}
-		return q
-	}
 	dur := max(opt.Duration, c.MinDuration)
 	warm := max(dur/10, time.Millisecond)
-	if _, err := drive(ctx, ops, quota(10), warm, batch, nil); err != nil {
+	if _, err := drive(ctx, ops, quotas(c, opt, len(ops), 10), warm, batch, nil); err != nil {
 		return results.Round{}, err
 	}
-
 	var asked, capacity int64
 	if in.Tally != nil {
 		asked, capacity = in.Tally()
 	}
-
-	var hs []*hist
-	if c.Latency {
-		hs = make([]*hist, len(ops))
-		for i := range hs {
-			hs[i] = new(hist)
-		}
-	}
-	d, err := drive(ctx, ops, quota(1), dur, batch, hs)
+	hs := histograms(c, len(ops))
+	d, err := drive(ctx, ops, quotas(c, opt, len(ops), 1), dur, batch, hs)
 	if err != nil {
 		return results.Round{}, err
 	}
+	round := roundOf(c, d, batch, hs)
+	if in.Dials != nil {
+		round.Dials = in.Dials()
+	}
+	if c.Memory && in.Tally != nil {
+		a, k := in.Tally()
+		round.Asked, round.Capacity = a-asked, k-capacity
+		round.Retained = retained(live)
+	}
+	return round, nil
+}
+
+// heapAlloc is the live heap now, as runtime.MemStats counts it.
+func heapAlloc() uint64 {
+	var heap runtime.MemStats
+	runtime.ReadMemStats(&heap)
+	return heap.HeapAlloc
+}
+
+// retained is what the contender keeps: the ops are done and hold nothing
+// (the sink that makes buffers escape is cleared), so what a collection
+// leaves live beyond live, the heap before the set-up, is the contender's.
+func retained(live uint64) int64 {
+	workload.ClearSink()
+	runtime.GC()
+	return max(0, int64(heapAlloc())-int64(live))
+}
+
+// quotas are the ops each of n goroutines runs, divided by div (10 for the
+// warm-up): the case's OpsPerWorker, or opt.Ops shared among them; nil
+// where the round is timed instead.
+func quotas(c workload.Case, opt Options, n int, div int64) []int64 {
+	if c.OpsPerWorker == 0 && opt.Ops <= 0 {
+		return nil
+	}
+	q := make([]int64, n)
+	for i := range q {
+		if c.OpsPerWorker > 0 {
+			q[i] = max(1, int64(c.OpsPerWorker)/div)
+			continue
+		}
+		per := opt.Ops / int64(n)
+		if int64(i) < opt.Ops%int64(n) {
+			per++
+		}
+		q[i] = max(1, per/div)
+	}
+	return q
+}
+
+// histograms are one latency histogram per goroutine where the case
+// records latency, else nil.
+func histograms(c workload.Case, n int) []*hist {
+	if !c.Latency {
+		return nil
+	}
+	hs := make([]*hist, n)
+	for i := range hs {
+		hs[i] = new(hist)
+	}
+	return hs
+}
+
+// roundOf is the round that d measured.
+func roundOf(c workload.Case, d driven, batch int, hs []*hist) results.Round {
 	round := results.Round{
 		Ops: d.ops, WallNs: d.wall.Nanoseconds(), Mallocs: d.mallocs, Bytes: d.bytes,
 		Errors: d.errs, Batch: batch, MinWorkerOps: d.minOps, MaxWorkerOps: d.maxOps,
@@ -200,21 +236,7 @@ func measureInstance(ctx context.Context, c workload.Case, e workload.Entry, opt
 	if hs != nil {
 		round.Latency = worst(hs)
 	}
-	if in.Dials != nil {
-		round.Dials = in.Dials()
-	}
-	if c.Memory && in.Tally != nil {
-		a, k := in.Tally()
-		round.Asked, round.Capacity = a-asked, k-capacity
-		// What the contender keeps: the ops are done and hold nothing (the
-		// sink that makes buffers escape is cleared), so what a collection
-		// leaves live beyond the heap before the set-up is the contender's.
-		workload.ClearSink()
-		runtime.GC()
-		runtime.ReadMemStats(&heap)
-		round.Retained = max(0, int64(heap.HeapAlloc)-int64(live))
-	}
-	return round, nil
+	return round
 }
 
 // calibrate runs op alone for about a millisecond (at least once) and
@@ -254,40 +276,16 @@ func drive(ctx context.Context, ops []workload.Op, quota []int64, d time.Duratio
 		errs  atomic.Int64
 	)
 	for i, op := range ops {
-		var h *hist
+		w := worker{op: op, batch: int64(batch), stop: &stop}
 		if hs != nil {
-			h = hs[i]
+			w.h = hs[i]
 		}
-		var q int64
 		if quota != nil {
-			q = quota[i]
+			w.quota = quota[i]
 		}
 		wg.Go(func() {
 			<-start
-			var n, bad int64
-			t := time.Now()
-			for !stop.Load() {
-				b := int64(batch)
-				if q > 0 {
-					if n >= q {
-						break
-					}
-					b = min(b, q-n)
-				}
-				for range b {
-					if op() != nil {
-						bad++
-					}
-				}
-				if h != nil {
-					// One clock reading per batch: the end of this one
-					// is the start of the next.
-					now := time.Now()
-					h.record(uint64(now.Sub(t).Nanoseconds()) / uint64(b))
-					t = now
-				}
-				n += b
-			}
+			n, bad := w.run()
 			done[i] = n
 			errs.Add(bad)
 		})
@@ -312,8 +310,53 @@ func drive(ctx context.Context, ops []workload.Op, quota []int64, d time.Duratio
 	if ctx.Err() != nil {
 		return driven{}, ErrInterrupted
 	}
+	return drove(wall, done, errs.Load(), before, after), nil
+}
+
+// worker is one goroutine of drive: it runs op in batches until stop, or
+// until it has run quota ops if quota is not 0, timing each batch into h
+// if not nil.
+type worker struct {
+	op    workload.Op
+	batch int64
+	quota int64
+	h     *hist
+	stop  *atomic.Bool
+}
+
+// run runs the worker's ops and returns how many ran and how many failed.
+func (w worker) run() (n, bad int64) {
+	t := time.Now()
+	for !w.stop.Load() {
+		b := w.batch
+		if w.quota > 0 {
+			if n >= w.quota {
+				break
+			}
+			b = min(b, w.quota-n)
+		}
+		for range b {
+			if w.op() != nil {
+				bad++
+			}
+		}
+		if w.h != nil {
+			// One clock reading per batch: the end of this one is the
+			// start of the next.
+			now := time.Now()
+			w.h.record(uint64(now.Sub(t).Nanoseconds()) / uint64(b))
+			t = now
+		}
+		n += b
+	}
+	return n, bad
+}
+
+// drove sums up a drive: the wall time, every goroutine's ops, the
+// failures and the allocations between the two MemStats readings.
+func drove(wall time.Duration, done []int64, errs int64, before, after runtime.MemStats) driven {
 	r := driven{
-		wall: wall, errs: errs.Load(), minOps: done[0], maxOps: done[0],
+		wall: wall, errs: errs, minOps: done[0], maxOps: done[0],
 		mallocs: int64(after.Mallocs - before.Mallocs),
 		bytes:   int64(after.TotalAlloc - before.TotalAlloc),
 	}
@@ -322,7 +365,7 @@ func drive(ctx context.Context, ops []workload.Op, quota []int64, d time.Duratio
 		r.minOps, r.maxOps = min(r.minOps, n), max(r.maxOps, n)
 	}
 	r.jain = results.Jain(done)
-	return r, nil
+	return r
 }
 
 // worst returns the distribution of the goroutine with the highest p99
@@ -339,4 +382,26 @@ func worst(hs []*hist) *results.Latency {
 		}
 	}
 	return best
+}
+
+// perMeasurement is about what a measurement costs beyond its measured
+// time: the collection, the set-up, the calibration and the close.
+const perMeasurement = 5 * time.Millisecond
+
+// Estimate is about how long Run takes on cases with opt: every contender
+// of every case, each round, for its measured time, its warm-up (a tenth),
+// the calibration and the collection, and for the cases that count
+// TIME_WAIT sockets the wait for them to settle. Cases that run a fixed
+// number of ops count as their Duration.
+func Estimate(cases []workload.Case, opt Options) time.Duration {
+	var total time.Duration
+	for _, c := range cases {
+		d := max(opt.Duration, c.MinDuration)
+		one := d + max(d/10, time.Millisecond) + time.Millisecond + perMeasurement
+		if c.TimeWaitPort > 0 {
+			one += settleFor
+		}
+		total += time.Duration(opt.Rounds*len(c.Entries)) * one
+	}
+	return total
 }

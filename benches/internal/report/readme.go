@@ -23,22 +23,26 @@ var ErrNoMarkers = errors.New("report: README has no " + ReadmeStart + " … " +
 
 // ReadmeHeadline writes the block the README shows: the headline tables of f
 // and where they come from.
-func ReadmeHeadline(w io.Writer, f results.File, in string) {
+func ReadmeHeadline(w io.Writer, f results.File, opt Options) {
 	m := f.Machine
-	fmt.Fprintf(w, "Median ns per op, lower is better, measured on %d logical CPUs (%s), GOMAXPROCS %d, %s, %s;\n",
-		m.Cores, m.CPU, m.GOMAXPROCS, m.GoVersion, m.Date)
-	fmt.Fprintf(w, "generated from `%s` by `go run ./benches/cmd/poolbench report -in %s`.\n", in, in)
-	fmt.Fprintf(w, "The spread, allocations, latency, method and what is not claimed are in\n[docs/BENCHMARKS.md](docs/BENCHMARKS.md). %s\n", floorNote)
-	headline(w, f.Cases, "Pool/", 4*m.GOMAXPROCS)
-	headline(w, f.Cases, "Bytes/", 4*m.GOMAXPROCS)
-	if hasE2E(f) {
-		e2eHeadline(w, f.Cases)
+	at := fmt.Sprintf("at commit `%s` by `%s`", shortCommit(m.Commit), PublishCommand)
+	if !f.OneCommit() {
+		at = fmt.Sprintf("in %d runs at %d commits (mixed)", len(f.Sources()), len(f.Commits()))
 	}
+	fmt.Fprintf(w, "Measured on %d logical CPUs (%s), GOMAXPROCS %d, %s, %s, %s;\n",
+		m.Cores, m.CPU, m.GOMAXPROCS, m.GoVersion, m.Date, at)
+	fmt.Fprintf(w, "generated from `%s`. Every group, the method and what is not claimed are in\n[docs/BENCHMARKS.md](docs/BENCHMARKS.md).\n", opt.In)
+	if !f.OneCommit() {
+		fmt.Fprintf(w, "\n> **Mixed results**: these figures come from %d runs at %d commits, not one measurement of one commit; docs/BENCHMARKS.md lists them.\n",
+			len(f.Sources()), len(f.Commits()))
+	}
+	fmt.Fprintln(w)
+	writeHeadline(w, f, "docs/"+ChartDir+"/")
 }
 
 // SpliceReadme returns readme with the block between the markers replaced by
 // the headline of f.
-func SpliceReadme(readme []byte, f results.File, in string) ([]byte, error) {
+func SpliceReadme(readme []byte, f results.File, opt Options) ([]byte, error) {
 	i := bytes.Index(readme, []byte(ReadmeStart))
 	j := bytes.Index(readme, []byte(ReadmeEnd))
 	if i < 0 || j < i {
@@ -47,19 +51,25 @@ func SpliceReadme(readme []byte, f results.File, in string) ([]byte, error) {
 	var b bytes.Buffer
 	b.Write(readme[:i+len(ReadmeStart)])
 	b.WriteString("\n")
-	ReadmeHeadline(&b, f, in)
+	ReadmeHeadline(&b, f, opt)
 	b.WriteString("\n")
 	b.Write(readme[j:])
 	return b.Bytes(), nil
 }
 
-// UpdateReadme rewrites the headline block of the README at path.
-func UpdateReadme(path string, f results.File, in string) error {
+// UpdateReadme rewrites the headline block of the README at path. Without
+// opt.Mixed it refuses (Check) results that are not of one clean commit.
+func UpdateReadme(path string, f results.File, opt Options) error {
+	if !opt.Mixed {
+		if err := Check(f); err != nil {
+			return err
+		}
+	}
 	readme, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	out, err := SpliceReadme(readme, f, in)
+	out, err := SpliceReadme(readme, f, opt)
 	if err != nil {
 		return err
 	}

@@ -1,616 +1,181 @@
-// Package report turns a results file into docs/BENCHMARKS.md and one SVG
-// chart per case under docs/benchmarks/. Everything it writes comes from the
-// file, so a report can be regenerated at any time without measuring again.
+// Package report turns a results file into the published benchmark pages:
+// docs/BENCHMARKS.md, a summary (the headline tables, the method, the
+// machine and what is not claimed), one page per group of cases under
+// docs/benchmarks/ with its tables and an SVG chart per case, a page for
+// the faults phase and one for the instruction counts, and the README's
+// headline block. Everything it writes comes from the file, so a report
+// can be regenerated at any time without measuring again.
+//
+// A report is of one measurement: Write refuses a file whose figures come
+// from more than one commit, or from a tree with uncommitted changes,
+// unless Options.Mixed is set, and then every page says so.
 package report
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/poolkit/poolkit/benches/internal/results"
 )
 
-// Options say where the report goes.
+// Options say where the report goes and what it may be made of.
 type Options struct {
-	// Docs is the directory of BENCHMARKS.md; the charts go to its
-	// benchmarks/ subdirectory.
+	// Docs is the directory of BENCHMARKS.md; the group pages and the
+	// charts go to its benchmarks/ subdirectory.
 	Docs string
 	// In is the results file as the report should name it, relative to the
 	// repository root (docs/benchmarks/results.json).
 	In string
+	// Mixed allows a results file whose figures come from several commits,
+	// or from a tree with uncommitted changes; every page then says which
+	// figures come from where.
+	Mixed bool
 }
 
-// ChartDir is the subdirectory of Docs that holds the charts.
+// ChartDir is the subdirectory of Docs that holds the group pages and the
+// charts.
 const ChartDir = "benchmarks"
 
-// Write writes Docs/BENCHMARKS.md and a chart per case of f, and removes the
-// charts of cases f no longer has.
+// ErrMixed is returned by Check, and so by Write, for a file whose figures
+// do not all come from one clean commit.
+var ErrMixed = errors.New("report: the results are not of one clean commit")
+
+// Check returns nil if every figure of f was measured at one commit with no
+// uncommitted changes, else an error wrapping ErrMixed that lists the runs.
+func Check(f results.File) error {
+	if f.OneCommit() {
+		return nil
+	}
+	var runs []string
+	for _, s := range f.Sources() {
+		runs = append(runs, "  "+sourceLine(s))
+	}
+	return fmt.Errorf("%w: they come from %d runs:\n%s\nmeasure them again at one commit (poolbench publish), or mark the report as mixed (-mixed)",
+		ErrMixed, len(runs), strings.Join(runs, "\n"))
+}
+
+// Write writes Docs/BENCHMARKS.md, a page per group with a chart per case,
+// the faults and instruction-count pages where f has them, and removes the
+// pages and charts of groups and cases f no longer has. Without opt.Mixed
+// it refuses (Check) results that are not of one clean commit.
 func Write(f results.File, opt Options) error {
+	if !opt.Mixed {
+		if err := Check(f); err != nil {
+			return err
+		}
+	}
 	dir := filepath.Join(opt.Docs, ChartDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	keep := map[string]bool{}
-	for _, c := range f.Cases {
-		name := Slug(c.Name) + ".svg"
-		keep[name] = true
-		if err := writeChart(c, filepath.Join(dir, name)); err != nil {
-			return fmt.Errorf("report: chart of %s: %w", c.Name, err)
-		}
-	}
-	old, err := filepath.Glob(filepath.Join(dir, "*.svg"))
+	files, err := render(f, opt)
 	if err != nil {
 		return err
 	}
-	for _, p := range old {
-		base := filepath.Base(p)
-		if !keep[base] && (strings.HasPrefix(base, "pool-") || strings.HasPrefix(base, "bytes-") || strings.HasPrefix(base, "e2e-")) {
-			if err := os.Remove(p); err != nil {
-				return err
-			}
+	for name, body := range files {
+		keep[filepath.Base(name)] = true
+		if err := os.WriteFile(filepath.Join(opt.Docs, name), body, 0o644); err != nil {
+			return err
+		}
+	}
+	return removeStale(dir, keep)
+}
+
+// render makes every file of the report, by name relative to Docs.
+func render(f results.File, opt Options) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	for _, c := range f.Cases {
+		svg, err := chartSVG(c)
+		if err != nil {
+			return nil, fmt.Errorf("report: chart of %s: %w", c.Name, err)
+		}
+		files[filepath.Join(ChartDir, Slug(c.Name)+".svg")] = svg
+	}
+	for _, p := range Pages(f) {
+		var b bytes.Buffer
+		if err := p.write(&b, f, opt); err != nil {
+			return nil, err
+		}
+		files[filepath.Join(ChartDir, p.Slug+".md")] = b.Bytes()
+	}
+	if f.Faults != nil {
+		charts, err := faultCharts(*f.Faults)
+		if err != nil {
+			return nil, err
+		}
+		for name, svg := range charts {
+			files[filepath.Join(ChartDir, name)] = svg
 		}
 	}
 	var b bytes.Buffer
-	if err := Markdown(&b, f, opt.In); err != nil {
-		return err
+	if err := Summary(&b, f, opt); err != nil {
+		return nil, err
 	}
-	return os.WriteFile(filepath.Join(opt.Docs, "BENCHMARKS.md"), b.Bytes(), 0o644)
+	files["BENCHMARKS.md"] = b.Bytes()
+	return files, nil
 }
 
-var nonWord = regexp.MustCompile(`[^a-z0-9]+`)
-
-// Slug is the file name stem of a case's chart:
-// "Pool/Parallel/MaxSize=8/Goroutines=8" → "pool-parallel-maxsize-8-goroutines-8".
-func Slug(name string) string {
-	return strings.Trim(nonWord.ReplaceAllString(strings.ToLower(name), "-"), "-")
-}
-
-// Markdown writes the text of BENCHMARKS.md for f, read from the file in.
-func Markdown(w io.Writer, f results.File, in string) error {
-	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	m := f.Machine
-	regen := "go run ./benches/cmd/poolbench report -in " + in
-
-	p("# Benchmarks\n\n")
-	p("<!-- Generated by `%s`: edit the generator (benches/internal/report), not this file. -->\n\n", regen)
-	p("What poolkit costs next to the pools Go programs use instead, measured on one machine in one\n")
-	p("run. Every figure, table and chart below comes from [`%s`](%s), and\n", in, relTo(in))
-	p("`%s` regenerates this page from it.\n", regen)
-	if f.Note != "" {
-		p("\n> **Note.** %s\n", f.Note)
-	}
-	if f.Interrupted {
-		p("\n> **This run was interrupted**: the tables hold the rounds completed before the stop.\n")
-	}
-	for _, s := range f.Skipped {
-		p("\n> **Skipped.** %s.\n", results.SkipLine(s))
-	}
-
-	p("\n## Headline\n\n")
-	p("Median ns per op; lower is better. The sections below give the spread, the allocations\n")
-	p("and the latency of the worst goroutine. " + floorNote + "\n")
-	headline(w, f.Cases, "Pool/", 4*m.GOMAXPROCS)
-	headline(w, f.Cases, "Bytes/", 4*m.GOMAXPROCS)
-	if hasE2E(f) {
-		e2eHeadline(w, f.Cases)
-	}
-
-	p("\n## The machine\n\n")
-	p("| | |\n|---|---|\n")
-	p("| Processor | %s |\n", m.CPU)
-	p("| Logical CPUs | %d |\n", m.Cores)
-	p("| GOMAXPROCS | %d |\n", m.GOMAXPROCS)
-	p("| Operating system | %s (%s/%s) |\n", m.Kernel, m.OS, m.Arch)
-	p("| Go | %s |\n", m.GoVersion)
-	if m.Dirty {
-		p("| Commit | `%s`, with uncommitted changes |\n", m.Commit)
-	} else {
-		p("| Commit | `%s` |\n", m.Commit)
-	}
-	p("| Measured | %s |\n", m.Date)
-	p("| Command | `go run ./benches/cmd/%s` |\n", f.Command)
-	for _, u := range f.Updates {
-		dirty := ""
-		if u.Machine.Dirty {
-			dirty = ", with uncommitted changes"
-		}
-		p("| Re-measured | %s at `%s`%s, %s: `go run ./benches/cmd/%s` |\n",
-			updatedGroups(u), u.Machine.Commit, dirty, u.Machine.Date, u.Command)
-	}
-
-	writeMethod(w, f)
-	if hasE2E(f) {
-		writeE2EMethod(w, f)
-	}
-	if f.Icount != nil {
-		writeIcount(w, *f.Icount)
-	}
-
-	p("\n## Results\n")
-	var groups []string
-	for _, c := range f.Cases {
-		if !slices.Contains(groups, c.Group) {
-			groups = append(groups, c.Group)
-		}
-	}
-	for _, g := range groups {
-		p("\n### %s\n\n", g)
-		if d, ok := groupDocs[g]; ok {
-			p("%s\n", d)
-		}
-		for _, c := range f.Cases {
-			if c.Group != g {
-				continue
-			}
-			title := c.Params
-			if title == "" {
-				title = c.Name
-			}
-			p("\n#### %s\n\n%s.\n\n", title, results.Describe(c))
-			p("![%s](%s/%s.svg)\n\n", c.Name, ChartDir, Slug(c.Name))
-			if err := results.WriteMarkdownTable(w, c); err != nil {
-				return err
-			}
-		}
-	}
-
-	writeNotClaimed(w, hasE2E(f))
-	writeReproduce(w, f, in)
-	return nil
-}
-
-// writeIcount writes the instruction counts of poolbench icount.
-func writeIcount(w io.Writer, r results.Icount) {
-	m := r.Machine
-	dirty := ""
-	if m.Dirty {
-		dirty = ", with uncommitted changes"
-	}
-	fmt.Fprintf(w, `
-## Instructions per operation
-
-What one operation costs on one goroutine, in instructions and heap allocations: figures that
-a shared, noisy machine cannot blur, and that CI checks for poolkit's own hot paths (see
-Reproducing). Each contender runs in a process of its own under `+"`valgrind --tool=callgrind`"+`
-with `+"`%s`"+`, once for %s ops and once for %s, after a
-warm-up of its own; the instructions of the first run are subtracted from those of the second
-and divided by the %s ops between them, so the process's start, the set-up and the warm-up
-cancel out. allocs/op is the growth of `+"`runtime.MemStats.Mallocs`"+` over the same ops, exact
-with the collector off. Each figure includes the loop and the one indirect call through which
-the suite reaches every contender, the same for all; syncpool is sync.Pool, the floor of the
-object pools, and for buffers one sync.Pool of `+"`*[]byte`"+` per size. shard is poolkit's pinned
-per-P stack (`+"`shard.Local`"+`) alone, popped and pushed, without the pool around it.
-
-Counted at `+"`%s`"+`%s, %s, with %s and %s: `+"`go run ./benches/cmd/%s`"+`.
-`, results.IcountEnv, results.Count(float64(r.N1)), results.Count(float64(r.N2)), results.Count(float64(r.N2-r.N1)),
-		m.Commit, dirty, m.Date, m.GoVersion, r.Valgrind, r.Command)
-	results.WriteIcountMarkdown(w, r, "###")
-}
-
-// updatedGroups names the groups of the cases an update measured: "the 7
-// cases of Bytes/Burst and Bytes/Mixed".
-func updatedGroups(u results.Update) string {
-	var groups []string
-	for _, name := range u.Cases {
-		parts := strings.SplitN(name, "/", 3)
-		g := strings.Join(parts[:min(2, len(parts))], "/")
-		if !slices.Contains(groups, g) {
-			groups = append(groups, g)
-		}
-	}
-	list := strings.Join(groups, ", ")
-	if i := strings.LastIndex(list, ", "); i >= 0 {
-		list = list[:i] + " and " + list[i+2:]
-	}
-	return fmt.Sprintf("the %d cases of %s", len(u.Cases), list)
-}
-
-// floorNote says, under each headline, what the floor is.
-const floorNote = "In the object-pool rows, syncpool (sync.Pool) is the floor, not a competitor:\nit has no maximum, never makes a caller wait, and the garbage collector empties it."
-
-// hasE2E reports whether f holds end-to-end cases.
-func hasE2E(f results.File) bool {
-	for _, c := range f.Cases {
-		if isE2E(c) {
+// generated says whether a file of the chart directory is one a report
+// writes: a chart or a page of a group, the faults or the instructions.
+func generated(base string) bool {
+	for _, p := range []string{"pool-", "bytes-", "e2e", "faults", "instructions"} {
+		if strings.HasPrefix(base, p) && (strings.HasSuffix(base, ".svg") || strings.HasSuffix(base, ".md")) {
 			return true
 		}
 	}
 	return false
 }
 
+// removeStale removes from dir the generated files not in keep.
+func removeStale(dir string, keep map[string]bool) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !keep[e.Name()] && generated(e.Name()) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+var nonWord = regexp.MustCompile(`[^a-z0-9]+`)
+
+// Slug is the file name stem of a case's chart or a group's page:
+// "Pool/Parallel/MaxSize=8/Goroutines=8" → "pool-parallel-maxsize-8-goroutines-8".
+func Slug(name string) string {
+	return strings.Trim(nonWord.ReplaceAllString(strings.ToLower(name), "-"), "-")
+}
+
+// groups returns the groups of f's cases in order of first appearance.
+func groups(f results.File) []string {
+	var gs []string
+	for _, c := range f.Cases {
+		if !slices.Contains(gs, c.Group) {
+			gs = append(gs, c.Group)
+		}
+	}
+	return gs
+}
+
+// hasE2E reports whether f holds end-to-end cases.
+func hasE2E(f results.File) bool { return slices.ContainsFunc(f.Cases, isE2E) }
+
 func isE2E(c results.Case) bool { return strings.HasPrefix(c.Group, "E2E/") }
-
-// e2eColumns orders the contenders of the end-to-end headline.
-var e2eColumns = []string{"poolkit", "puddle", "pgxmanager", "pgxpool", "database/sql", "dedicated", "no pool"}
-
-// e2eHeadline writes a table of the median ops/s of every end-to-end case,
-// one column per contender of any of them.
-func e2eHeadline(w io.Writer, cases []results.Case) {
-	var picked []results.Case
-	var cols []string
-	for _, c := range cases {
-		if !isE2E(c) {
-			continue
-		}
-		picked = append(picked, c)
-		for _, k := range c.Contenders {
-			if !slices.Contains(cols, k.Name) {
-				cols = append(cols, k.Name)
-			}
-		}
-	}
-	rank := func(name string) int {
-		if i := slices.Index(e2eColumns, name); i >= 0 {
-			return i
-		}
-		return len(e2eColumns)
-	}
-	slices.SortStableFunc(cols, func(a, b string) int { return rank(a) - rank(b) })
-	fmt.Fprintf(w, "\nEnd to end: median requests per second, all goroutines together; higher is better.\n")
-	headlineTable(w, picked, cols, func(s results.Summary) string { return results.Rate(s.OpsPerSec) })
-}
-
-// headlineTable writes one row per case and one column per contender name,
-// each cell the figure fig gives of that contender's summary, marked as the
-// baseline or as indistinguishable from it.
-func headlineTable(w io.Writer, picked []results.Case, cols []string, fig func(results.Summary) string) {
-	fmt.Fprintf(w, "\n| workload | %s |\n|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)+1))
-	for _, c := range picked {
-		sums := map[string]results.Summary{}
-		for _, s := range c.Summaries() {
-			sums[s.Name] = s
-		}
-		row := []string{fmt.Sprintf("%s (%d goroutine%s)", c.Name, c.Workers, plural(c.Workers))}
-		for _, name := range cols {
-			s, ok := sums[name]
-			switch {
-			case !ok:
-				row = append(row, "—")
-			case s.Baseline && s.Floor:
-				row = append(row, fig(s)+" (floor)")
-			case s.Baseline:
-				row = append(row, fig(s)+" (baseline)")
-			case s.Indistinguishable:
-				row = append(row, fig(s)+" (indistinguishable)")
-			default:
-				row = append(row, fig(s))
-			}
-		}
-		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
-	}
-}
-
-// relTo turns a path from the repository root into a link from docs/.
-func relTo(in string) string {
-	if rel, err := filepath.Rel("docs", in); err == nil && !strings.HasPrefix(rel, "..") {
-		return filepath.ToSlash(rel)
-	}
-	return "../" + filepath.ToSlash(in)
-}
-
-// headlinePicks are the cases the headline shows, by name prefix; of several
-// matches, the one at 4× GOMAXPROCS goroutines if there is one, else the one
-// with the most.
-var headlinePicks = []string{
-	"Pool/HotPath",
-	"Pool/Parallel/MaxSize=8/",
-	"Pool/Parallel/MaxSize=64/",
-	"Pool/Oversubscribed/MaxSize=8/",
-	"Bytes/HotPath/Size=64KiB",
-	"Bytes/Realistic/Size=64KiB",
-	"Bytes/Mixed/Sizes=RoundRobin",
-	"Bytes/Mixed/Sizes=NonPowerOfTwo",
-	"Bytes/Burst/Size=64KiB/N=100",
-	"Bytes/Burst/Size=64KiB/N=1000",
-}
-
-// headline writes a table of the median ns/op of the picked cases whose name
-// starts with family, one column per contender of the first of them.
-func headline(w io.Writer, cases []results.Case, family string, preferWorkers int) {
-	var picked []results.Case
-	for _, prefix := range headlinePicks {
-		if !strings.HasPrefix(prefix, family) {
-			continue
-		}
-		var best *results.Case
-		for i, c := range cases {
-			if strings.HasPrefix(c.Name+"/", prefix) || strings.HasPrefix(c.Name, prefix) {
-				if best == nil || best.Workers != preferWorkers && (c.Workers == preferWorkers || c.Workers > best.Workers) {
-					best = &cases[i]
-				}
-			}
-		}
-		if best != nil {
-			picked = append(picked, *best)
-		}
-	}
-	if len(picked) == 0 {
-		return
-	}
-	var cols []string
-	for _, k := range picked[0].Contenders {
-		cols = append(cols, k.Name)
-	}
-	headlineTable(w, picked, cols, func(s results.Summary) string { return results.Nanos(s.Median) })
-}
 
 func plural(n int) string {
 	if n == 1 {
 		return ""
 	}
 	return "s"
-}
-
-func writeMethod(w io.Writer, f results.File) {
-	s := f.Settings
-	ops, dur := s.Ops, s.DurationNs
-	if s.Mode == "e2e" && s.E2E != nil {
-		ops, dur = s.E2E.Ops, s.E2E.DurationNs
-	}
-	per := fmt.Sprintf("for %v", time.Duration(dur))
-	if ops > 0 {
-		per = fmt.Sprintf("for %d ops (all its goroutines together)", ops)
-	}
-	fmt.Fprintf(w, `
-## Method
-
-- **Same process, alternating rounds.** Each case runs %d rounds. Round r runs every contender
-  once, %s, in an order rotated by r, so that no contender always runs first or last, on a
-  warm or a tired machine.
-- **A fresh instance each time.** Before each measurement the heap is collected, the
-  contender gets a new pool, runs alone for about a millisecond to size its timing batches,
-  then warms up on all its goroutines for a tenth of the measured time.
-- **ns/op** is the wall time of the round (from releasing all goroutines to the last one
-  finishing) divided by the ops of all goroutines: the inverse of throughput, as
-  `+"`go test -bench`"+` reports it. The tables give the best round and, in parentheses, the median;
-  **ops/s** is the median's inverse.
-- **allocs/op** is the growth of `+"`runtime.MemStats.Mallocs`"+` over the round divided by its
-  ops: the whole process, so it includes whatever a pool's own goroutines allocate (median
-  over the rounds).
-- **Latency** (p50, p99, p99.9, max) is shown where it matters: several goroutines, or ops
-  slow enough to vary. Each goroutine times batches of ops lasting at least %v, since a
-  clock reading costs tens of nanoseconds, more than a pool operation; a sample is the
-  batch's mean per op. The columns are those of the goroutine with the worst p99, median over
-  the rounds.
-- **Comparison.** Each table names a baseline (sync.Pool, the floor, for object pools;
-  make for buffers) and gives the ratio of each contender's median to the baseline's,
-  unless the difference is smaller than the spread of the rounds: when the slower one's best
-  round falls within the faster one's range, best to slowest round, the two are printed as
-  *indistinguishable*. In the charts each contender is a bar from its best to its slowest
-  round, with a tick at the median and a dot at the best round, hollow when it is
-  indistinguishable from the baseline; overlapping bars are the rule made visible.
-- **Contenders.** All sit behind the same small interface (one indirect call each).
-  Object pools: poolkit's `+"`pool`"+`, jackc/puddle/v2, a buffered channel (`+"`chan`"+`), a mutex-guarded
-  slice with FIFO hand-off (`+"`mutex`"+`), and sync.Pool as the floor: it is not a real pool, with no
-  maximum and its contents dropped by the garbage collector. Buffers: poolkit's `+"`bytepool`"+`, plain
-  make, one sync.Pool of `+"`*[]byte`"+` per size (`+"`syncpool`"+`), libp2p/go-buffer-pool
-  (`+"`gobufferpool`"+`) and valyala/bytebufferpool. The code is in `+"`benches/internal`"+`.
-`, s.Rounds, per, (2 * time.Microsecond))
-}
-
-// writeE2EMethod explains the end-to-end cases.
-func writeE2EMethod(w io.Writer, f results.File) {
-	per, size := "", ""
-	if e := f.Settings.E2E; e != nil {
-		per = " " + results.PerContender(e.Ops, e.DurationNs) + ","
-		size = fmt.Sprintf(" (%d here)", e.MaxSize)
-	}
-	fmt.Fprintf(w, `
-### End to end
-
-The E2E groups pool real connections to real servers: the line-echo server of
-`+"`examples/tcp/echo`"+`, started in the same process as the clients, and Redis and PostgreSQL on this
-machine. They run the same way as the rest,%s in alternating rounds, in three phases:
-**steady**, as many goroutines as the pools' MaxSize%s, so nobody waits for a connection;
-**oversubscribed**, four times as many; and **nopool**, a connection dialled for every request
-and closed after it, beside poolkit at the same concurrency.
-
-- **Contenders.** poolkit (a `+"`pool.Pool`"+` of the connection type, default settings);
-  jackc/puddle/v2 pooling the same connections, made and closed by the same manager and,
-  since puddle checks nothing itself, running the manager's `+"`Recycle`"+` before it hands a
-  used connection out again, as poolkit does; for PostgreSQL also pgxmanager (the
-  `+"`Pool`"+` facade of `+"`contrib/pgxmanager`"+`, whose `+"`Exec`"+` acquires, runs and releases as
-  pgxpool's does), pgxpool and `+"`database/sql`"+` over pgx's stdlib driver (MaxIdleConns
-  raised to MaxSize); and
-  **dedicated**, one connection per goroutine with no pool and no check, the upper bound
-  and the baseline of the pooled phases (poolkit is that of the nopool phase). The connections are `+"`net.Conn`"+` from
-  `+"`manager.Dialer`"+` (echo), the RESP client of `+"`examples/redis`"+` and `+"`*pgx.Conn`"+` from
-  `+"`contrib/pgxmanager`"+`; the requests are a line echoed, a PING, and `+"`SELECT 1`"+` over the simple
-  query protocol for every PostgreSQL contender, all under `+"`context.Background()`"+`.
-- **dials** is the number of connections a contender dialled from its set-up to the end of
-  the round, warm-up included (median over the rounds), counted where they are dialled.
-- **TIME_WAIT before → after** counts the sockets of the server's port, at either end, in
-  state TIME_WAIT in `+"`/proc/net/tcp`"+` and `+"`/proc/net/tcp6`"+`, just before the contender is set up
-  and once it has closed its connections, for the round whose difference is the median. A
-  socket stays in TIME_WAIT for 60 s on Linux, so *before* holds what earlier rounds (and
-  other clients of the server) left. The count for one server cannot pass the local ports
-  the kernel gives `+"`connect`"+` (a part of `+"`net.ipv4.ip_local_port_range`"+`%s): near that
-  bound a new dial either takes over a port still in TIME_WAIT, where
-  `+"`net.ipv4.tcp_tw_reuse`"+` allows it (its default, 2, allows it on the loopback only%s), or
-  fails; so *after* − *before* stops following the dials. How near the no-pool phase comes to
-  that ceiling, which a pool never approaches, is the point.
-`, per, size, portRange(f), twReuse(f))
-}
-
-// portRange and twReuse quote the kernel settings of the run, if known.
-func portRange(f results.File) string {
-	if e := f.Settings.E2E; e != nil && e.LocalPortRange != "" {
-		return ", " + strings.Replace(e.LocalPortRange, " ", "–", 1) + " here"
-	}
-	return ""
-}
-
-func twReuse(f results.File) string {
-	if e := f.Settings.E2E; e != nil && e.TCPTWReuse != "" {
-		return ", " + e.TCPTWReuse + " here"
-	}
-	return ""
-}
-
-// groupDocs says what each group measures and why.
-var groupDocs = map[string]string{
-	"Pool/HotPath": `One goroutine acquires an object and releases it, again and again, with nothing else
-running: the fast path itself. For poolkit that is a pop from the calling P's stack, the expiry
-checks, and a push back.`,
-	"Pool/Parallel": `Goroutines at 1×, 4×, 16× and 64× GOMAXPROCS share one pool of MaxSize 8 or 64, each
-acquiring and releasing in a loop. A pool can post a good mean while one goroutine waits far
-longer than the rest, hence the latency of the worst goroutine.`,
-	"Pool/Oversubscribed": `More goroutines than objects, the state a connection pool lives in: MaxSize 8 shared by
-32 and 128 goroutines, each holding its object for no time or for 200 ns of computation (a
-calibrated loop, not a wait on the clock), and MaxSize 64 from 2 to 128 goroutines, where a
-pool should stay flat. Every op is timed on its own, so the latency columns are those of single
-acquires (with the work and the release, and one clock reading, some 20 ns), for the goroutine
-with the worst p99. **Jain** is Jain's index of the goroutines' op counts in the round,
-(Σx)²/(n·Σx²): 1 when all were served alike, 1/n when one did everything; **min/max** is the
-least productive goroutine's ops over the most productive's; both medians over the rounds. A
-round lasts at least twice goroutines × 10 ms / GOMAXPROCS, and half a second: the scheduler
-lets a goroutine that never blocks run 10 ms before preempting it, so in a shorter round some
-goroutines would not run at all, however fair the pool. Where goroutines never wait (MaxSize 64
-with up to 64 goroutines) the op counts measure the time slices the scheduler gives them, unless
-the pool itself hands the processor on: poolkit's Release yields it about once in 1024 uses of
-an object (decision 0008). The channel pool is the baseline; sync.Pool, which never waits, is left
-out.`,
-	"Pool/TimeoutArmed": `The parallel workload with every acquire bounded by a timeout that never fires. With
-Via=Config the bound is set once in the pool (poolkit's AcquireTimeout; the channel and mutex
-pools arm a timer only when they must wait). With Via=Context each acquire gets its own
-context.WithTimeout, the only way puddle offers; every contender pays for that context,
-the floor included.`,
-	"Pool/HandOff": `4× GOMAXPROCS goroutines share a pool of one or two objects and yield the processor
-while they hold one, so nearly every acquire waits for a release: the cost of waiting and of
-being handed an object. sync.Pool, the floor, never waits; it makes an object instead.`,
-	"Pool/Exchange": `Each goroutine keeps 8 objects out at once, more than a per-P stack holds, so that
-releases overflow into poolkit's shared reservoir and acquires come back through it. ring is
-the lock-free bounded ring (the default), mutex the mutex-guarded ring, none no reservoir at
-all: the per-P stacks are deepened until they hold MaxSize, and a P whose stack is empty
-steals. A buffered channel is the reference.`,
-	"Pool/StatsOverhead": `poolkit's hot path while another goroutine calls Stats every millisecond or every
-10 µs, against the same path with nobody reading. Counting is always on; this is what reading
-costs the goroutines that work.`,
-	"Bytes/HotPath": `One goroutine gets a buffer and puts it back untouched, 4 KiB to 4 MiB. This flatters
-make: it pays for allocating (and zeroing) but not for the page faults of the writes that a
-real program would make.`,
-	"Bytes/Realistic": `A 64 KiB buffer, one byte written per 4 KiB page, kept reachable from a package-level
-variable so that it lives on the heap, then returned: the shape of a network read or an encoder's
-output. One goroutine, GOMAXPROCS and 4× GOMAXPROCS.`,
-	"Bytes/Sustained": `The realistic op 10 000 times in a row on every goroutine: long enough for make's
-garbage to drive the collector, and for pools that shed their contents at each collection to
-show it.`,
-	"Bytes/Mixed": `Seven power-of-two sizes, 4 KiB to 256 KiB, taken in turn (RoundRobin) or drawn from a
-Zipf law that favours the small ones (Zipf), realistic op each; and sixteen sizes that are not
-powers of two, 700 B to 300 KB (frames, JSON bodies, records), drawn uniformly, eight held at a
-time (NonPowerOfTwo). The sync.Pool contender needs one pool per size, so its buffers fit
-exactly; the others serve every size from one pool. **cap/len** is the capacity the Gets got
-per byte asked for (median over the rounds); **retained** is the heap still live after the
-round and a collection, beyond what was live before the contender was set up: what the pool
-keeps, its own structures included.`,
-	"Bytes/Burst": `One goroutine takes N buffers of 64 KiB, writes a byte to each, and only then returns them
-all, N = 10 to 1000: more than a per-P stack keeps, so the deeper levels of a pool (or the
-allocator) serve the rest. **cap/len** and **retained** as in Bytes/Mixed.`,
-	"Bytes/Contention": `The realistic op on many goroutines, with poolkit's per-P depth at 1, 4 and 8 buffers per
-size class, beside the other contenders, which have no such setting.`,
-	"Bytes/FullOverwrite": `The buffer is overwritten entirely before use, so the zeroing make does is wasted work
-that a pool saves.`,
-	"E2E/Server=echo": `The line-echo server of examples/tcp/echo, in this process: a line written, the same line
-read back, over loopback TCP. The server's goroutines share the CPUs with the clients, so this
-is the cheapest round trip the machine offers, and the one where a pool's own cost shows most.`,
-	"E2E/Server=redis": `Redis on this machine: a PING and its PONG on the example's RESP client, the pool's
-Recycle peeking at the socket before reuse.`,
-	"E2E/Server=postgres": `PostgreSQL on this machine: SELECT 1 over the simple query protocol. Without a pool every
-request pays a connection start-up, a server process included.`,
-	"Bytes/StatsOverhead": `bytepool's 64 KiB hot path while another goroutine calls Stats every millisecond or
-every 10 µs, against the same path with nobody reading.`,
-}
-
-func writeNotClaimed(w io.Writer, e2e bool) {
-	endToEnd := `- **Anything end to end.** These are pools alone, with stand-in objects and no network; a
-  comparison against a real server belongs to the end-to-end benchmarks, which are not part
-  of this report.
-`
-	if e2e {
-		endToEnd = `- **That the end-to-end tables rank the pools.** A round trip through the kernel and a
-  server costs tens of microseconds, a pool operation well under one, and the clients, the
-  servers and the kernel share the same few CPUs with whatever else the machine runs. What
-  these tables support is the size of the gaps that dwarf the spread (pooled against no pool,
-  a pool against one connection per goroutine when goroutines outnumber connections), not an
-  order among pools whose ranges overlap.
-- **That TIME_WAIT counts are exact.** They count every socket of the server's port, other
-  clients' included; sockets left by earlier rounds can expire during a round, and near the
-  kernel's port limit new dials take over ports still in TIME_WAIT.
-`
-	}
-	fmt.Fprint(w, `
-## What we do not claim
-
-- **That these figures reproduce elsewhere.** They come from the one machine above, shared
-  with other work while it ran; another processor, kernel or Go release moves them. What a run
-  supports is the ordering and the ratios, within the spreads shown. Measure on your machine
-  before you decide.
-- **That poolkit beats sync.Pool.** sync.Pool is the floor: it enforces no maximum, never
-  makes a caller wait, checks nothing, and the garbage collector empties it. poolkit's
-  distance from it is the price of doing those things.
-- **That the channel and mutex pools stand for any library.** They are a few dozen lines
-  written for this suite, without lifetimes, idle checks or health checks, and show what the
-  simplest correct pool costs. puddle is measured through its public API at the version in
-  benches/go.mod.
-- **Anything about latency below a batch.** For ops faster than a clock reading is worth,
-  a latency sample is the mean of a batch; an outlier inside a batch is averaged away.
-- **Small allocation counts.** allocs/op counts the whole process: a fraction well below
-  one can be the harness or a pool's own goroutines.
-`+endToEnd)
-}
-
-func writeReproduce(w io.Writer, f results.File, in string) {
-	fmt.Fprintf(w, `
-## Reproducing
-
-Measure, then regenerate this page and its charts from the results file:
-
-`+"```sh"+`
-go run ./benches/cmd/%s
-go run ./benches/cmd/poolbench report -in %s
-`+"```"+`
-
-`+"`go run ./benches/cmd/poolbench`"+` with no flags runs a representative comparison in under a
-minute and prints the tables; `+"`-mode`"+` picks groups (hotpath, parallel, realistic, mixed,
-burst, oversubscribed, exchange, handoff, stats, bytes, all), `+"`-output=json -o FILE`"+` keeps a results file,
-and `+"`-merge FILE`"+` puts the cases measured into an existing one in place of their old rows.
-
-The same cases are Go benchmarks, named like
-`+"`BenchmarkPool/Parallel/MaxSize=8/Goroutines=32/Impl=puddle`"+` and
-`+"`BenchmarkBytes/HotPath/Size=64KiB/Impl=syncpool`"+`, so a change can be compared between
-two commits with benchstat over repeated runs:
-
-`+"```sh"+`
-git checkout OLD && go test -run '^$' -bench 'Pool/HotPath|Bytes/Realistic' -count=10 ./benches/... > old.txt
-git checkout NEW && go test -run '^$' -bench 'Pool/HotPath|Bytes/Realistic' -count=10 ./benches/... > new.txt
-go run golang.org/x/perf/cmd/benchstat@latest old.txt new.txt
-`+"```"+`
-
-The instruction counts come from `+"`poolbench icount`"+`, which needs valgrind; with `+"`-merge`"+` it
-puts them into the results file. CI counts poolkit's hot paths (the pool's Acquire + Release,
-bytepool's Get + Put at 4 KiB and 64 KiB) and fails if one rises more than 5%% above the
-committed baseline, `+"`docs/benchmarks/icount-baseline.json`"+`; a change that moves them on
-purpose refreshes the baseline in a commit of its own:
-
-`+"```sh"+`
-go run ./benches/cmd/poolbench icount -merge %s
-go run ./benches/cmd/poolbench icount -baseline docs/benchmarks/icount-baseline.json          # the CI check
-go run ./benches/cmd/poolbench icount -baseline docs/benchmarks/icount-baseline.json -update  # refresh
-`+"```"+`
-`, f.Command, in, in)
-	if hasE2E(f) {
-		fmt.Fprint(w, `
-The end-to-end groups run with `+"`-mode=e2e`"+` (against `+"`-redis`"+` and `+"`-postgres`"+`, by default
-`+"`$POOLKIT_REDIS_ADDR`"+` and `+"`$POOLKIT_POSTGRES_DSN`"+`; a server that does not answer is skipped with
-a note), and as `+"`BenchmarkE2E/Server=redis/Phase=oversubscribed/Impl=poolkit`"+` and so on, which
-skip Redis and PostgreSQL unless those variables are set.
-`)
-	}
 }

@@ -48,11 +48,11 @@ func Nanos(ns float64) string {
 	switch {
 	case math.IsNaN(ns):
 		return "—"
-	case ns < 1e3:
+	case ns < 999.5: // below what rounds to "1000 ns"
 		return sig3(ns) + " ns"
-	case ns < 1e6:
+	case ns < 999.5e3:
 		return sig3(ns/1e3) + " µs"
-	case ns < 1e9:
+	case ns < 999.5e6:
 		return sig3(ns/1e6) + " ms"
 	}
 	return sig3(ns/1e9) + " s"
@@ -60,9 +60,9 @@ func Nanos(ns float64) string {
 
 func sig3(x float64) string {
 	switch {
-	case x < 10:
+	case x < 9.995: // below what %.2f rounds to 10.00
 		return fmt.Sprintf("%.2f", x)
-	case x < 100:
+	case x < 99.95:
 		return fmt.Sprintf("%.1f", x)
 	}
 	return fmt.Sprintf("%.0f", x)
@@ -73,11 +73,11 @@ func Rate(x float64) string {
 	switch {
 	case math.IsNaN(x):
 		return "—"
-	case x >= 1e9:
+	case x >= 999.5e6:
 		return sig3(x/1e9) + " G"
-	case x >= 1e6:
+	case x >= 999.5e3:
 		return sig3(x/1e6) + " M"
-	case x >= 1e3:
+	case x >= 999.5:
 		return sig3(x/1e3) + " k"
 	}
 	return sig3(x)
@@ -144,42 +144,134 @@ func Bytes(x float64) string {
 	return sig3(x) + " " + units[u]
 }
 
-// Comparison says how s compares with the baseline: "baseline",
-// "indistinguishable", "2.31× slower" or "3.10× faster"; where the baseline
-// is the floor (Case.FloorBaseline), "floor" and "2.31× the floor".
+// Comparison says how s compares with the reference (poolkit), by the
+// rank test of its rounds against the reference's (Summary.Vs): "2.31×
+// slower [2.20, 2.45]" or "3.10× faster [2.9, 3.3]" (the ratio of the
+// times and its 95% confidence interval) where p < Alpha, else
+// "indistinguishable (p = 0.31)"; "reference" for the reference, and
+// "floor, " before the verdict of sync.Pool in an object-pool case.
 func Comparison(s Summary) string {
+	v := verdictText(s.Vs)
 	switch {
-	case s.Baseline && s.Floor:
-		return "floor"
-	case s.Baseline:
-		return "baseline"
-	case math.IsNaN(s.Ratio):
-		return "—"
-	case s.Indistinguishable:
-		return "indistinguishable"
+	case s.Reference:
+		return "reference"
 	case s.Floor:
-		return fmt.Sprintf("%s× the floor", sig3(s.Ratio))
-	case s.Ratio >= 1:
-		return fmt.Sprintf("%s× slower", sig3(s.Ratio))
+		return "floor, " + v
 	}
-	return fmt.Sprintf("%s× faster", sig3(1/s.Ratio))
+	return v
 }
 
-// BestMedian formats "best (median)".
-func BestMedian(s Summary) string {
-	return fmt.Sprintf("%s (%s)", Nanos(s.Best), Nanos(s.Median))
+// TooFewRounds is the verdict where the rounds were too few for the rank
+// test to find any difference (fewer than MinRounds each).
+const TooFewRounds = "too few rounds to test"
+
+// verdictText words a verdict on times, where more is worse: "2.31×
+// slower [2.20, 2.45]", "3.10× faster [2.90, 3.30]",
+// "indistinguishable (p = 0.310)"; "—" for none.
+func verdictText(v *Verdict) string {
+	switch {
+	case v == nil || math.IsNaN(v.Ratio):
+		return "—"
+	case !v.Decided():
+		return TooFewRounds
+	case !v.Differs:
+		return "indistinguishable (" + v.PValue() + ")"
+	case v.Ratio >= 1:
+		return fmt.Sprintf("%s× slower %s", sig3(v.Ratio), v.Interval())
+	}
+	inv := Verdict{Lo: 1 / v.Hi, Hi: 1 / v.Lo}
+	return fmt.Sprintf("%s× faster %s", sig3(1/v.Ratio), inv.Interval())
+}
+
+// P99Comparison words the rank test of the worst goroutine's p99 against
+// the reference's: "2.31× higher [2.20, 2.45]", "0.5× …" as "2.00× lower
+// […]", or "indistinguishable (p = …)"; "reference" and "—" as Comparison.
+func P99Comparison(s Summary) string {
+	v := s.P99Vs
+	switch {
+	case s.Reference:
+		return "reference"
+	case v == nil || math.IsNaN(v.Ratio):
+		return "—"
+	case !v.Decided():
+		return TooFewRounds
+	case !v.Differs:
+		return "indistinguishable (" + v.PValue() + ")"
+	case v.Ratio >= 1:
+		return fmt.Sprintf("%s× higher %s", sig3(v.Ratio), v.Interval())
+	}
+	inv := Verdict{Lo: 1 / v.Hi, Hi: 1 / v.Lo}
+	return fmt.Sprintf("%s× lower %s", sig3(1/v.Ratio), inv.Interval())
+}
+
+// MedianRange formats the median ns/op and, in parentheses, the spread of
+// the rounds from the fastest to the slowest: "22.0 ns (20.0–30.0 ns)".
+func MedianRange(s Summary) string {
+	if math.IsNaN(s.Median) {
+		return "—"
+	}
+	return fmt.Sprintf("%s (%s)", Nanos(s.Median), NanosRange(s.Best, s.Slowest))
+}
+
+// NanosRange formats a range of durations in one unit where both fit it:
+// "20.0–30.0 ns", "980 ns–1.20 µs".
+func NanosRange(lo, hi float64) string {
+	a, b := Nanos(lo), Nanos(hi)
+	ua, ub := a[strings.LastIndexByte(a, ' ')+1:], b[strings.LastIndexByte(b, ' ')+1:]
+	if ua == ub {
+		return strings.TrimSuffix(a, " "+ua) + "–" + b
+	}
+	return a + "–" + b
+}
+
+// RateRange formats the median ops/s and the spread of the rounds, slowest
+// to fastest: "47.6 k (45.2–49.0 k)".
+func RateRange(s Summary) string {
+	if math.IsNaN(s.Median) {
+		return "—"
+	}
+	lo, hi := Rate(1e9/s.Slowest), Rate(1e9/s.Best)
+	return fmt.Sprintf("%s (%s–%s)", Rate(s.OpsPerSec), lo, hi)
+}
+
+// worstP99 is the worst goroutine's p99 of s, "—" without latency.
+func worstP99(s Summary) string {
+	if s.Latency == nil {
+		return "—"
+	}
+	return Nanos(s.Latency.P99)
 }
 
 // Row is one contender's cells, in the order of Header.
 func Row(c Case, s Summary) []string {
-	row := []string{s.Name, Rate(s.OpsPerSec), BestMedian(s), Allocs(s.AllocsPerOp)}
+	row := []string{s.Name, Rate(s.OpsPerSec)}
+	if c.Latency {
+		row = append(row, worstP99(s))
+	}
+	row = append(row, MedianRange(s), Allocs(s.AllocsPerOp))
 	if c.Latency {
 		if l := s.Latency; l != nil {
-			row = append(row, Nanos(l.P50), Nanos(l.P99), Nanos(l.P999), Nanos(l.Max))
+			row = append(row, Nanos(l.P50), Nanos(l.P999), Nanos(l.Max))
 		} else {
-			row = append(row, "—", "—", "—", "—")
+			row = append(row, "—", "—", "—")
 		}
 	}
+	row = append(row, extraCells(c, s)...)
+	cmp := Comparison(s)
+	if s.Errors > 0 {
+		cmp += fmt.Sprintf(" (%d ops failed)", s.Errors)
+	}
+	row = append(row, cmp)
+	if c.Latency {
+		row = append(row, P99Comparison(s))
+	}
+	return row
+}
+
+// extraCells are the cells of the columns only some cases have: dials,
+// TIME_WAIT, memory and fairness.
+func extraCells(c Case, s Summary) []string {
+	var row []string
 	if c.Dials {
 		row = append(row, Count(s.Dials))
 	}
@@ -196,18 +288,18 @@ func Row(c Case, s Summary) []string {
 	if c.Fairness {
 		row = append(row, Ratio(s.Jain), Ratio(s.MinMax))
 	}
-	cmp := Comparison(s)
-	if s.Errors > 0 {
-		cmp += fmt.Sprintf(" (%d ops failed)", s.Errors)
-	}
-	return append(row, cmp)
+	return row
 }
 
 // Header names the columns of Row.
 func Header(c Case) []string {
-	h := []string{"contender", "ops/s", "ns/op best (median)", "allocs/op"}
+	h := []string{"contender", "ops/s"}
 	if c.Latency {
-		h = append(h, "p50", "p99", "p99.9", "max")
+		h = append(h, "p99, worst goroutine")
+	}
+	h = append(h, "ns/op median (min–max)", "allocs/op")
+	if c.Latency {
+		h = append(h, "p50", "p99.9", "max")
 	}
 	if c.Dials {
 		h = append(h, "dials")
@@ -221,10 +313,15 @@ func Header(c Case) []string {
 	if c.Fairness {
 		h = append(h, "Jain", "min/max")
 	}
-	if c.FloorBaseline() {
-		return append(h, "vs the floor ("+c.Baseline+")")
+	ref := "poolkit"
+	if i := c.Reference(); i >= 0 {
+		ref = c.Contenders[i].Name
 	}
-	return append(h, "vs "+c.Baseline)
+	h = append(h, "ns/op vs "+ref)
+	if c.Latency {
+		h = append(h, "p99 vs "+ref)
+	}
+	return h
 }
 
 // Describe is one line on how a case was run: "8 goroutines; one op = one
@@ -246,7 +343,7 @@ func Describe(c Case) string {
 	if c.Server != "" {
 		s += "; against " + c.Server
 	}
-	s += fmt.Sprintf("; %d rounds", rounds)
+	s += fmt.Sprintf("; %d round%s", rounds, map[bool]string{true: "", false: "s"}[rounds == 1])
 	if c.Latency {
 		s += "; latency of the worst goroutine"
 	}
@@ -273,6 +370,11 @@ func WriteText(w io.Writer, f File) error {
 			fmt.Fprintf(tw, "  %s\n", strings.Join(Row(c, s), "\t"))
 		}
 		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if f.Faults != nil {
+		if err := WriteFaultsText(w, *f.Faults); err != nil {
 			return err
 		}
 	}
@@ -352,3 +454,9 @@ func WriteMarkdown(w io.Writer, f File) error {
 	}
 	return nil
 }
+
+// Ratio3 formats a ratio with three significant figures: "2.31", "10.5".
+func Ratio3(x float64) string { return sig3(x) }
+
+// dur formats nanoseconds as a time.Duration.
+func dur(ns int64) time.Duration { return time.Duration(ns) }

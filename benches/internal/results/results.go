@@ -1,8 +1,14 @@
 // Package results holds what poolbench measures: the machine, the settings
 // and every round's raw numbers, in a form that round-trips through JSON, so
-// that every table and chart can be regenerated from a results file. It also
-// derives the summaries (best, median, ratio to the baseline,
-// "indistinguishable") and prints them as text, JSON or markdown.
+// that every table and chart can be regenerated from a results file, and
+// where each figure came from (Sources: the runs merged into a file, their
+// commits). It derives what the tables show: per contender the median
+// round and the spread from the fastest to the slowest, the worst
+// goroutine's latency, and the verdict of a Mann–Whitney U test of its
+// rounds against poolkit's (Compare, with golang.org/x/perf/benchmath) with
+// the ratio and its confidence interval; and for the faults phase the
+// medians and ranges over its rounds. It prints them as text, JSON or
+// markdown.
 package results
 
 import (
@@ -36,6 +42,9 @@ type File struct {
 	// Icount holds the instruction counts of poolbench icount, if they were
 	// merged into the file; they carry their own command and machine.
 	Icount *Icount `json:"icount,omitempty"`
+	// Faults holds the faults phase (poolbench -mode=faults), if the run
+	// had one.
+	Faults *Faults `json:"faults,omitempty"`
 }
 
 // Update is a run merged into a results file.
@@ -45,6 +54,9 @@ type Update struct {
 	Settings Settings `json:"settings"`
 	// Cases names the cases the run measured.
 	Cases []string `json:"cases"`
+	// Faults says that the run measured the faults phase, which replaced
+	// the file's.
+	Faults bool `json:"faults,omitempty"`
 }
 
 // Merge returns f with the cases of g in place of those of the same name,
@@ -71,6 +83,10 @@ func Merge(f, g File) File {
 	out.Interrupted = f.Interrupted || g.Interrupted
 	if g.Icount != nil {
 		out.Icount = g.Icount
+	}
+	if g.Faults != nil {
+		out.Faults = g.Faults
+		up.Faults = true
 	}
 	out.Updates = append(slices.Clone(f.Updates), up)
 	return out
@@ -266,21 +282,30 @@ func Jain(xs []int64) float64 {
 
 // Summary is what the tables show of one contender.
 type Summary struct {
-	Name              string
-	Rounds            int
-	Best              float64 // ns/op of the fastest round
-	Median            float64 // ns/op, median round
-	Slowest           float64 // ns/op of the slowest round
-	OpsPerSec         float64 // from the median round
-	AllocsPerOp       float64 // median over the rounds
-	Errors            int64   // over all rounds
-	Latency           *Latency
-	Dials             float64   // median over the rounds (0 where the case does not count them)
-	TimeWait          *TimeWait // of the round that left the median number; nil where not counted
-	Baseline          bool
-	Floor             bool    // the baseline is the floor, not a contender (see Case.FloorBaseline)
-	Ratio             float64 // Median / the baseline's Median; NaN without a baseline
-	Indistinguishable bool    // from the baseline (see Indistinguishable)
+	Name        string
+	Rounds      int
+	Best        float64 // ns/op of the fastest round
+	Median      float64 // ns/op, median round
+	Slowest     float64 // ns/op of the slowest round
+	OpsPerSec   float64 // from the median round
+	AllocsPerOp float64 // median over the rounds
+	Errors      int64   // over all rounds
+	Latency     *Latency
+	Dials       float64   // median over the rounds (0 where the case does not count them)
+	TimeWait    *TimeWait // of the round that left the median number; nil where not counted
+	// Reference says that this is the contender the others are tested
+	// against: poolkit (see Case.Reference).
+	Reference bool
+	// Floor says that this is sync.Pool in an object-pool case: the floor,
+	// not a competitor (see Case.FloorBaseline).
+	Floor bool
+	// Vs is the rank test of this contender's ns/op against the
+	// reference's, round by round; nil for the reference itself or where
+	// either has no rounds.
+	Vs *Verdict
+	// P99Vs is the same test of the worst goroutine's p99; nil where the
+	// case does not record latency.
+	P99Vs *Verdict
 	// Waste (cap/len) and Retained (bytes) are medians over the rounds;
 	// NaN where the case does not record memory.
 	Waste, Retained float64
@@ -293,76 +318,90 @@ type Summary struct {
 // Spread is the distance between the slowest and the fastest round.
 func (s Summary) Spread() float64 { return s.Slowest - s.Best }
 
-// Indistinguishable reports whether the difference between a and b is
-// smaller than the spread of the rounds: whether the best round of the
-// slower one lies within the range, best to slowest round, of the faster one.
-// Put another way, their ranges overlap; the charts show it as bars that
-// share some of their length.
-func Indistinguishable(a, b Summary) bool {
-	if a.Rounds == 0 || b.Rounds == 0 {
-		return false
+// NsPerOps is the ns/op of each round of c, in round order.
+func NsPerOps(c Contender) []float64 {
+	xs := make([]float64, len(c.Rounds))
+	for i, r := range c.Rounds {
+		xs[i] = r.NsPerOp()
 	}
-	if a.Best > b.Best {
-		a, b = b, a
+	return xs
+}
+
+// P99s is the worst goroutine's p99 of each round of c that recorded
+// latency.
+func P99s(c Contender) []float64 {
+	var xs []float64
+	for _, r := range c.Rounds {
+		if r.Latency != nil {
+			xs = append(xs, r.Latency.P99)
+		}
 	}
-	return b.Best-a.Best <= a.Spread()
+	return xs
 }
 
 // Summarize derives a contender's summary from its rounds (without the
 // comparison with the baseline: see Case.Summaries).
 func Summarize(c Contender) Summary {
-	s := Summary{Name: c.Name, Rounds: len(c.Rounds), Ratio: math.NaN(), Dials: math.NaN(), Waste: math.NaN(), Retained: math.NaN(),
+	s := Summary{Name: c.Name, Rounds: len(c.Rounds), Dials: math.NaN(), Waste: math.NaN(), Retained: math.NaN(),
 		Jain: math.NaN(), MinMax: math.NaN()}
 	if len(c.Rounds) == 0 {
 		s.Best, s.Median, s.Slowest, s.OpsPerSec, s.AllocsPerOp = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		return s
 	}
-	ns := make([]float64, 0, len(c.Rounds))
-	allocs := make([]float64, 0, len(c.Rounds))
-	var lats []Latency
-	var dials []float64
-	var tws []TimeWait
-	var waste, retained, jain, minMax []float64
+	var x series
 	for _, r := range c.Rounds {
-		if r.Jain > 0 {
-			jain = append(jain, r.Jain)
-			minMax = append(minMax, r.MinMax())
-		}
-		if r.Asked > 0 {
-			waste = append(waste, r.Waste())
-			retained = append(retained, float64(r.Retained))
-		}
-		ns = append(ns, r.NsPerOp())
-		allocs = append(allocs, r.AllocsPerOp())
+		x.add(r)
 		s.Errors += r.Errors
-		if r.Latency != nil {
-			lats = append(lats, *r.Latency)
-		}
-		dials = append(dials, float64(r.Dials))
-		if r.TimeWait != nil {
-			tws = append(tws, *r.TimeWait)
-		}
 	}
-	s.Dials = Median(dials)
-	if len(waste) > 0 {
-		s.Waste, s.Retained = Median(waste), Median(retained)
-	}
-	if len(jain) > 0 {
-		s.Jain, s.MinMax = Median(jain), Median(minMax)
-	}
-	if len(tws) > 0 {
-		// The lower median: a round that happened, not a mean of two.
-		sort.SliceStable(tws, func(i, j int) bool { return tws[i].Left() < tws[j].Left() })
-		s.TimeWait = &tws[(len(tws)-1)/2]
-	}
-	s.Best, s.Slowest = slices.Min(ns), slices.Max(ns)
-	s.Median = Median(ns)
+	s.Best, s.Slowest = slices.Min(x.ns), slices.Max(x.ns)
+	s.Median = Median(x.ns)
 	s.OpsPerSec = 1e9 / s.Median
-	s.AllocsPerOp = Median(allocs)
-	if len(lats) > 0 {
-		s.Latency = medianLatency(lats)
+	s.AllocsPerOp = Median(x.allocs)
+	s.Dials = Median(x.dials)
+	if len(x.lats) > 0 {
+		s.Latency = medianLatency(x.lats)
+	}
+	if len(x.waste) > 0 {
+		s.Waste, s.Retained = Median(x.waste), Median(x.retained)
+	}
+	if len(x.jain) > 0 {
+		s.Jain, s.MinMax = Median(x.jain), Median(x.minMax)
+	}
+	if len(x.tws) > 0 {
+		// The lower median: a round that happened, not a mean of two.
+		sort.SliceStable(x.tws, func(i, j int) bool { return x.tws[i].Left() < x.tws[j].Left() })
+		s.TimeWait = &x.tws[(len(x.tws)-1)/2]
 	}
 	return s
+}
+
+// series are a contender's figures round by round, those a round did not
+// record left out.
+type series struct {
+	ns, allocs, dials             []float64
+	waste, retained, jain, minMax []float64
+	lats                          []Latency
+	tws                           []TimeWait
+}
+
+func (x *series) add(r Round) {
+	x.ns = append(x.ns, r.NsPerOp())
+	x.allocs = append(x.allocs, r.AllocsPerOp())
+	x.dials = append(x.dials, float64(r.Dials))
+	if r.Jain > 0 {
+		x.jain = append(x.jain, r.Jain)
+		x.minMax = append(x.minMax, r.MinMax())
+	}
+	if r.Asked > 0 {
+		x.waste = append(x.waste, r.Waste())
+		x.retained = append(x.retained, float64(r.Retained))
+	}
+	if r.Latency != nil {
+		x.lats = append(x.lats, *r.Latency)
+	}
+	if r.TimeWait != nil {
+		x.tws = append(x.tws, *r.TimeWait)
+	}
 }
 
 // medianLatency is the median over the rounds of each percentile of the
@@ -401,40 +440,56 @@ func Median(xs []float64) float64 {
 	return (s[m-1] + s[m]) / 2
 }
 
-// FloorName is the baseline of the object-pool cases: sync.Pool.
+// FloorName is the floor of the object-pool cases: sync.Pool.
 const FloorName = "syncpool"
 
 // FloorBaseline reports whether c's baseline is the floor rather than a
 // competitor: an object-pool case compared with sync.Pool, which is not a
 // bounded pool (no maximum, no waiting, emptied by the garbage collector)
 // but the per-P fast path with nothing around it, the least a pool can
-// cost. Tables call the others' figures multiples of the floor, not
-// "slower". (For byte pools, pools built on sync.Pool are competitors, and
-// the baseline is make.)
+// cost. (For byte pools, pools built on sync.Pool are competitors.)
 func (c Case) FloorBaseline() bool {
 	return c.Baseline == FloorName && strings.HasPrefix(c.Name, "Pool/")
 }
 
-// Summaries returns the summary of every contender of c, compared with the
-// baseline.
-func (c Case) Summaries() []Summary {
-	out := make([]Summary, len(c.Contenders))
-	var base *Summary
+// Reference is the index of the contender the others are tested against:
+// the first whose name starts with "poolkit", else the first; -1 for a case
+// without contenders.
+func (c Case) Reference() int {
 	for i, k := range c.Contenders {
-		out[i] = Summarize(k)
-		if k.Name == c.Baseline && out[i].Rounds > 0 {
-			base = &out[i]
+		if strings.HasPrefix(k.Name, "poolkit") {
+			return i
 		}
 	}
-	for i := range out {
-		s := &out[i]
-		if base == nil || s.Rounds == 0 {
+	if len(c.Contenders) == 0 {
+		return -1
+	}
+	return 0
+}
+
+// Summaries returns the summary of every contender of c, each but the
+// reference tested against it (Compare) on ns/op and, where the case
+// records latency, on the worst goroutine's p99.
+func (c Case) Summaries() []Summary {
+	out := make([]Summary, len(c.Contenders))
+	for i, k := range c.Contenders {
+		out[i] = Summarize(k)
+		out[i].Floor = c.FloorBaseline() && k.Name == c.Baseline
+	}
+	ref := c.Reference()
+	if ref < 0 {
+		return out
+	}
+	out[ref].Reference = true
+	refNs, refP99 := NsPerOps(c.Contenders[ref]), P99s(c.Contenders[ref])
+	for i, k := range c.Contenders {
+		if i == ref {
 			continue
 		}
-		s.Baseline = s.Name == c.Baseline
-		s.Floor = c.FloorBaseline()
-		s.Ratio = s.Median / base.Median
-		s.Indistinguishable = !s.Baseline && Indistinguishable(*s, *base)
+		out[i].Vs = Compare(refNs, NsPerOps(k))
+		if c.Latency {
+			out[i].P99Vs = Compare(refP99, P99s(k))
+		}
 	}
 	return out
 }

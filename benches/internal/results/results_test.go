@@ -3,6 +3,7 @@ package results_test
 import (
 	"bytes"
 	"math"
+	"sort"
 	"strings"
 	"testing"
 
@@ -79,47 +80,81 @@ func TestMedianOfEvenCountIsTheMeanOfTheMiddleTwo(t *testing.T) {
 	assert.True(t, math.IsNaN(results.Median(nil)))
 }
 
-func TestIndistinguishableWhenTheDifferenceIsWithinTheSpread(t *testing.T) {
-	sum := func(ns ...float64) results.Summary {
-		return results.Summarize(results.Contender{Name: "x", Rounds: rounds(ns...)})
-	}
-	for _, tc := range []struct {
-		name string
-		a, b results.Summary
-		want bool
-	}{
-		{"overlapping ranges", sum(10, 12, 14), sum(13, 15, 16), true},
-		{"disjoint ranges", sum(10, 11, 12), sum(13, 14, 15), false},
-		{"a wide baseline does not swallow a far faster contender", sum(100, 1000, 5000), sum(10, 11, 12), false},
-		{"one equal round each", sum(10), sum(10), true},
-		{"one different round each", sum(10), sum(10.5), false},
-		{"touching ranges", sum(10, 12), sum(12, 13), true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, results.Indistinguishable(tc.a, tc.b))
-			assert.Equal(t, tc.want, results.Indistinguishable(tc.b, tc.a), "symmetric")
-		})
-	}
-	assert.False(t, results.Indistinguishable(sum(), sum(10)), "no rounds: nothing to compare")
-}
-
-func TestSummariesCompareWithTheBaseline(t *testing.T) {
+func TestSummariesTestEveryContenderAgainstPoolkit(t *testing.T) {
 	sums := sample().Cases[0].Summaries()
 	require.Len(t, sums, 3)
-	assert.True(t, sums[0].Indistinguishable, "poolkit 20..30 overlaps syncpool 18..25")
-	assert.False(t, sums[1].Indistinguishable)
-	assert.InDelta(t, 200.0/19, sums[1].Ratio, 1e-9)
-	assert.True(t, sums[2].Baseline)
-	assert.Equal(t, "indistinguishable", results.Comparison(sums[0]))
-	assert.Equal(t, "10.5× the floor", results.Comparison(sums[1]), "sync.Pool is the floor of an object-pool case")
-	assert.Equal(t, "floor", results.Comparison(sums[2]))
+	assert.True(t, sums[0].Reference)
+	assert.Nil(t, sums[0].Vs, "the reference is not tested against itself")
+	assert.Equal(t, "reference", results.Comparison(sums[0]))
+	require.NotNil(t, sums[1].Vs)
+	require.NotNil(t, sums[2].Vs)
+	assert.True(t, sums[2].Floor)
+	assert.False(t, sums[1].Floor)
+	// 3 rounds against 3: the smallest p the U test can give is 0.1.
+	assert.False(t, sums[1].Vs.Differs, "3 rounds each can never differ at p < 0.05")
+	assert.NotEmpty(t, sums[1].Vs.Warning)
+	assert.False(t, sums[1].Vs.Decided())
+	assert.Equal(t, "too few rounds to test", results.Comparison(sums[1]), "not indistinguishable: untested")
+	assert.Equal(t, "floor, too few rounds to test", results.Comparison(sums[2]))
 
 	c := sample().Cases[0]
 	c.Name, c.Group = "Bytes/HotPath/Size=64KiB", "Bytes/HotPath"
-	sums = c.Summaries()
-	assert.Equal(t, "10.5× slower", results.Comparison(sums[1]), "a byte pool built on sync.Pool is a competitor")
-	assert.Equal(t, "baseline", results.Comparison(sums[2]))
-	assert.Equal(t, "2.00× faster", results.Comparison(results.Summary{Ratio: 0.5}))
+	assert.False(t, c.Summaries()[2].Floor, "a byte pool built on sync.Pool is a competitor")
+}
+
+func TestSummariesNameTheRankTestsVerdict(t *testing.T) {
+	c := results.Case{Name: "Pool/Parallel/MaxSize=8/Goroutines=8", Baseline: "syncpool", Latency: true, Contenders: []results.Contender{
+		{Name: "poolkit", Rounds: rounds(20, 21, 22, 23, 24, 25, 26, 27, 28, 29)},
+		{Name: "chan", Rounds: rounds(40, 42, 44, 46, 48, 50, 52, 54, 56, 58)},
+		{Name: "mutex", Rounds: rounds(20.5, 21.5, 22.5, 23.5, 24.5, 25.5, 26.5, 27.5, 28.5, 29.5)},
+		{Name: "syncpool", Rounds: rounds(10, 10.5, 11, 11.5, 12, 12.5, 13, 13.5, 14, 14.5)},
+	}}
+	for i := range c.Contenders {
+		for j := range c.Contenders[i].Rounds {
+			p99 := []float64{100, 1000, 100, 10}[i] * float64(1+j%3)
+			c.Contenders[i].Rounds[j].Latency = &results.Latency{P99: p99}
+		}
+	}
+	sums := c.Summaries()
+	assert.Equal(t, "2.00× slower [1.76, 2.27]", results.Comparison(sums[1]))
+	assert.True(t, sums[1].Vs.Differs)
+	assert.Less(t, sums[1].Vs.P, 0.001)
+	assert.Equal(t, "indistinguishable (p = 0.739)", results.Comparison(sums[2]), "interleaved rounds")
+	assert.Equal(t, "floor, 2.00× faster [1.76, 2.27]", results.Comparison(sums[3]))
+	assert.Equal(t, "10.0× higher [5.00, 20.0]", results.P99Comparison(sums[1]))
+	assert.Equal(t, "indistinguishable (p = 1.000)", results.P99Comparison(sums[2]))
+	assert.Equal(t, "10.0× lower [5.00, 20.0]", results.P99Comparison(sums[3]))
+}
+
+func TestCompareGivesTheHodgesLehmannRatioAndTheUTestsInterval(t *testing.T) {
+	ref := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	xs := make([]float64, len(ref))
+	for i, r := range ref {
+		xs[i] = 2 * r
+	}
+	v := results.Compare(ref, xs)
+	require.NotNil(t, v)
+	// The ratios of all pairs are 2·j/i, spread evenly about 2 in log.
+	assert.InDelta(t, 2, v.Ratio, 1e-9)
+	var ratios []float64
+	for _, r := range ref {
+		for _, x := range xs {
+			ratios = append(ratios, x/r)
+		}
+	}
+	sort.Float64s(ratios)
+	// 10 rounds against 10: the two-sided 5% critical value of U is 23, so
+	// the interval runs from the 24th ratio to the 77th.
+	assert.InDelta(t, ratios[23], v.Lo, 1e-9)
+	assert.InDelta(t, ratios[76], v.Hi, 1e-9)
+	assert.Equal(t, 10, v.N1)
+	assert.Equal(t, 10, v.N2)
+
+	assert.Nil(t, results.Compare(nil, xs))
+	assert.Nil(t, results.Compare(ref, []float64{math.NaN()}))
+	few := results.Compare([]float64{1, 2}, []float64{3, 4})
+	assert.True(t, math.IsInf(few.Lo, -1), "2 rounds each: no interval")
+	assert.Equal(t, "[no interval: too few rounds]", few.Interval())
 }
 
 func TestMarkdownTableHasTheHeaderAndOneRowPerContender(t *testing.T) {
@@ -128,19 +163,19 @@ func TestMarkdownTableHasTheHeaderAndOneRowPerContender(t *testing.T) {
 	require.NoError(t, results.WriteMarkdownTable(&b, c))
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	require.Len(t, lines, 2+len(c.Contenders))
-	assert.Equal(t, "| contender | ops/s | ns/op best (median) | allocs/op | p50 | p99 | p99.9 | max | vs the floor (syncpool) |", lines[0])
-	assert.Equal(t, "|---|---|---|---|---|---|---|---|---|", lines[1])
+	assert.Equal(t, "| contender | ops/s | p99, worst goroutine | ns/op median (min–max) | allocs/op | p50 | p99.9 | max | ns/op vs poolkit | p99 vs poolkit |", lines[0])
+	assert.Equal(t, "|---|---|---|---|---|---|---|---|---|---|", lines[1])
 	for i, k := range c.Contenders {
 		assert.True(t, strings.HasPrefix(lines[2+i], "| "+k.Name+" | "), lines[2+i])
 		assert.Equal(t, strings.Count(lines[0], "|"), strings.Count(lines[2+i], "|"), "same number of cells")
 	}
-	assert.Contains(t, lines[2], "| 20.0 ns (22.0 ns) |")
-	assert.Contains(t, lines[2], "| 900 ns | 12.0 µs |")
+	assert.Contains(t, lines[2], "| poolkit | 45.5 M | 80.0 ns | 22.0 ns (20.0–30.0 ns) |")
+	assert.Contains(t, lines[2], "| 900 ns | 12.0 µs | reference | reference |")
 
 	c.Latency = false
 	b.Reset()
 	require.NoError(t, results.WriteMarkdownTable(&b, c))
-	assert.True(t, strings.HasPrefix(b.String(), "| contender | ops/s | ns/op best (median) | allocs/op | vs the floor (syncpool) |\n"))
+	assert.True(t, strings.HasPrefix(b.String(), "| contender | ops/s | ns/op median (min–max) | allocs/op | ns/op vs poolkit |\n"))
 }
 
 func TestWriteMarkdownHasAHeadingPerCase(t *testing.T) {
@@ -157,7 +192,7 @@ func TestWriteTextPrintsTheMachineAndATablePerCase(t *testing.T) {
 	require.NoError(t, results.WriteText(&b, f))
 	out := b.String()
 	for _, want := range []string{"Test CPU", "GOMAXPROCS=2", "Pool/Parallel/MaxSize=8/Goroutines=8",
-		"8 goroutines", "latency of the worst goroutine", "vs the floor (syncpool)", "indistinguishable", "10.5× the floor", "interrupted"} {
+		"8 goroutines", "latency of the worst goroutine", "ns/op median (min–max)", "22.0 ns (20.0–30.0 ns)", "p99, worst goroutine", "too few rounds to test", "floor, ", "interrupted"} {
 		assert.Contains(t, out, want)
 	}
 }
