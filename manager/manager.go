@@ -29,7 +29,9 @@ import (
 type Manager[T any] interface {
 	// Connect makes a new object. ctx bounds the attempt (the pool's connect
 	// timeout, and the pool's own lifetime); it is not the acquirer's context,
-	// so a connect outlives an acquirer that gave up.
+	// so a connect outlives an acquirer that gave up. It runs on a goroutine
+	// of the pool's: a Connect that panics fails, and the panic reaches the
+	// acquirer as an error.
 	Connect(ctx context.Context) (T, error)
 	// Recycle checks a used object before it is handed out again, under the
 	// acquirer's context. An error closes the object — unless ctx has ended
@@ -40,7 +42,7 @@ type Manager[T any] interface {
 	// the object and frees its slot first.
 	Recycle(ctx context.Context, obj T, m Metrics) error
 	// Close destroys the object. The pool calls it on a goroutine of its own,
-	// never on the caller's.
+	// never on the caller's; a Close that panics counts as one that failed.
 	Close(obj T) error
 }
 

@@ -86,8 +86,9 @@ func (p *Pool[T]) localFailed(ctx context.Context, e *entry[T], r int) {
 
 // TryAcquire is Acquire without waiting: it returns an idle object if there
 // is one and nobody is waiting, else ErrExhausted at once, after starting a
-// background connect if the pool is below MaxSize (and connects are not
-// backing off after failures), so that a retry soon succeeds. After Close it
+// background connect if the pool is below MaxSize, so that a retry soon
+// succeeds (also right after connects have been failing: the back-off of the
+// pool's own connects does not hold a caller's back). After Close it
 // returns ErrClosed; on an ended ctx, ctx's error. A nil ctx panics.
 func (p *Pool[T]) TryAcquire(ctx context.Context) (Lease[T], error) {
 	if ctx == nil {
@@ -135,7 +136,9 @@ func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) 
 			}
 		}
 		if !wait {
-			if !p.backingOff() && p.reserve() {
+			// The caller asked: its connect starts whatever the
+			// maintainer's back-off says (see topUpMinIdle).
+			if p.reserve() {
 				p.startDial(ctx, nil)
 			}
 			return Lease[T]{}, ErrExhausted

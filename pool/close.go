@@ -1,6 +1,9 @@
 package pool
 
-import "context"
+import (
+	"context"
+	"runtime/debug"
+)
 
 // Close closes the pool: new acquires get ErrClosed, waiters wake with
 // ErrClosed, connects in flight are cancelled, idle objects are closed, and
@@ -77,10 +80,34 @@ func (p *Pool[T]) closeClaimed(e *entry[T], r int) {
 // closeOne runs Manager.Close on v, closed for reason r, on a goroutine of
 // its own, and then frees its slot: until Close returns, v counts in live
 // and in closing, so that created == closed + detached + live holds whenever
-// nothing is in flight.
+// nothing is in flight. A Close that panics or calls runtime.Goexit counts
+// as a close that failed with a *PanicError; the slot is freed all the same.
 func (p *Pool[T]) closeOne(v T, r int, n *closeNote) {
 	defer p.goExit()
-	err := p.mgr.Close(v)
+	var err error = &PanicError{Op: "Close"} // replaced unless Close calls runtime.Goexit
+	defer func() { p.closedOne(r, n, err) }()
+	err = p.callClose(v)
+}
+
+// callClose is Manager.Close with its panic recovered into a *PanicError.
+func (p *Pool[T]) callClose(v T) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = recovered("Close", r)
+		}
+	}()
+	return p.mgr.Close(v)
+}
+
+// closedOne records the outcome of a Manager.Close: the error, the
+// Observer, then the slot.
+func (p *Pool[T]) closedOne(r int, n *closeNote, err error) {
+	if err != nil {
+		if pe, ok := err.(*PanicError); ok && pe.Value == nil && pe.Stack == nil {
+			pe.Stack = debug.Stack() // runtime.Goexit
+		}
+		p.counters.closeErrs.Add(1)
+	}
 	if n != nil {
 		p.observeClose(n, r, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 )
@@ -46,7 +47,9 @@ func (p *Pool[T]) startDial(cause context.Context, req *connReq[T]) {
 
 // dial runs one Manager.Connect on its own goroutine, cancelled by Close and
 // bounded by ConnectTimeout, never by the acquirer's context: a connect
-// outlives an acquirer that gave up (pgx #1259).
+// outlives an acquirer that gave up (pgx #1259). A Connect that panics or
+// calls runtime.Goexit fails with a *PanicError: the deferred dialed runs
+// either way, so the slot is freed and the acquirer told.
 func (p *Pool[T]) dial(cause context.Context, req *connReq[T]) {
 	defer p.goExit()
 	p.counters.connects.Add(1)
@@ -55,7 +58,19 @@ func (p *Pool[T]) dial(cause context.Context, req *connReq[T]) {
 	if p.cfg.Observer != nil {
 		start = p.now()
 	}
-	v, err := p.connect(cause)
+	var v T
+	var err error = &PanicError{Op: "Connect"} // replaced unless Connect calls runtime.Goexit
+	defer func() { p.dialed(cause, req, epoch, start, v, err) }()
+	v, err = p.connect(cause)
+}
+
+// dialed records the outcome of a connect that started at start (for the
+// Observer) in the slot reserved for it, and delivers it: to the acquirer
+// that asked (req), else to the next waiter or the idle set.
+func (p *Pool[T]) dialed(cause context.Context, req *connReq[T], epoch uint32, start time.Duration, v T, err error) {
+	if pe, ok := err.(*PanicError); ok && pe.Value == nil && pe.Stack == nil {
+		pe.Stack = debug.Stack() // runtime.Goexit: the stack is still the one that called it
+	}
 	var e *entry[T]
 	if err != nil {
 		p.counters.connectErrs.Add(1)
@@ -84,6 +99,18 @@ func (p *Pool[T]) dial(cause context.Context, req *connReq[T]) {
 	}
 }
 
+// callConnect is Manager.Connect with its panic recovered into a
+// *PanicError.
+func (p *Pool[T]) callConnect(ctx context.Context) (v T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			var zero T
+			v, err = zero, recovered("Connect", r)
+		}
+	}()
+	return p.mgr.Connect(ctx)
+}
+
 // connect runs Manager.Connect when the MaxConnecting semaphore lets it,
 // under a context that carries cause's values (not its cancellation or
 // deadline), is cancelled by Close and ends after ConnectTimeout. A connect cut short by Close returns an error matching ErrClosed and nothing
@@ -102,9 +129,10 @@ func (p *Pool[T]) connect(cause context.Context) (v T, err error) {
 	}
 	ctx, cancel := p.connectContext(cause)
 	defer cancel()
-	v, err = p.mgr.Connect(ctx)
+	v, err = p.callConnect(ctx)
 	switch {
 	case err == nil:
+	case isPanic(err):
 	case p.ctx.Err() != nil:
 		err = fmt.Errorf("%w (connect cut short: %v)", ErrClosed, err)
 	case ctx.Err() == context.DeadlineExceeded:

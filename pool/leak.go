@@ -54,7 +54,7 @@ func (p *Pool[T]) findLeaks() {
 		}
 		p.counters.leaks.Add(1)
 		if obs := p.cfg.Observer; obs != nil {
-			obs.Leak(r.ctx, LeakEvent{ID: r.id, Held: now - r.since, Stack: r.stack()})
+			p.observeLeak(obs, r, now)
 		}
 	})
 }
@@ -77,4 +77,11 @@ func (r *leakRec) stack() string {
 			return b.String()
 		}
 	}
+}
+
+// observeLeak tells obs of the leak r, found at now. The maintainer's
+// goroutine: a panic in Leak is dropped (see Observer).
+func (p *Pool[T]) observeLeak(obs Observer, r *leakRec, now time.Duration) {
+	defer dropPanic()
+	obs.Leak(r.ctx, LeakEvent{ID: r.id, Held: now - r.since, Stack: r.stack()})
 }

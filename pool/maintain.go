@@ -103,7 +103,7 @@ func (p *Pool[T]) reap() {
 			idle--
 			p.closeClaimed(e, reasonShrink)
 			return
-		case p.maxIdle > 0 && now-e.lastUsed >= p.maxIdle+int64(p.tick) && idle > p.cfg.MinIdle:
+		case p.maxIdle > 0 && now-e.lastUsed >= p.maxIdle+int64(p.tick) && idle > p.minIdle():
 			// lastUsed is the clock's tick at the release, up to one tick
 			// before it: one tick more makes sure the object really has
 			// been idle MaxIdleTime.
@@ -118,16 +118,32 @@ func (p *Pool[T]) reap() {
 	})
 }
 
-// topUpMinIdle starts background connects while fewer than MinIdle objects are idle
-// (within MaxSize and MaxConnecting), unless connects are backing off.
-// Objects under a health check count as idle.
+// topUpMinIdle starts background connects while fewer than MinIdle objects
+// are idle (within MaxSize and MaxConnecting). Objects under a health check
+// count as idle. While connects fail it probes: no connect before the
+// back-off has passed, and then one at a time, so that a dead or
+// unreachable server does not hold every MaxConnecting slot with connects
+// that callers' would have to wait behind once it is back.
 func (p *Pool[T]) topUpMinIdle() {
-	if p.cfg.MinIdle == 0 || p.backingOff() || p.state.Load()&closedBit != 0 {
+	minIdle := p.minIdle()
+	if minIdle == 0 || p.state.Load()&closedBit != 0 {
 		return
 	}
 	connecting := int(p.connecting.Load())
-	need := min(p.cfg.MinIdle-p.idleLen()-int(p.checking.Load())-connecting, p.cfg.MaxConnecting-connecting)
+	need := min(minIdle-p.idleLen()-int(p.checking.Load())-connecting, p.cfg.MaxConnecting-connecting)
+	if p.failures.Load() > 0 {
+		if p.backingOff() || connecting > 0 {
+			return
+		}
+		need = min(need, 1)
+	}
 	for ; need > 0 && p.reserve(); need-- {
 		p.startDial(context.Background(), nil)
 	}
+}
+
+// minIdle is MinIdle capped at MaxSize (which SetMaxSize may have lowered
+// below it), as database/sql caps MaxIdleConns at MaxOpenConns.
+func (p *Pool[T]) minIdle() int {
+	return int(min(int64(p.cfg.MinIdle), p.maxSize.Load()))
 }

@@ -461,24 +461,6 @@ func TestMaxConnecting(t *testing.T) {
 	require.Equal(t, int64(2), peak.Load(), "never more connects at once than MaxConnecting")
 }
 
-// Background connects back off while connects fail.
-func TestBackgroundConnectsBackOff(t *testing.T) {
-	f := &fakeMgr{connect: func(ctx context.Context) error { return errFake }}
-	p := newPool(t, f, pool.Config{MaxSize: 4})
-	_, err := p.TryAcquire(context.Background())
-	require.ErrorIs(t, err, pool.ErrExhausted)
-	require.Eventually(t, func() bool { return p.Stats().ConnectErrors == 1 }, 5*time.Second, time.Millisecond)
-	p.AdvanceClock(-time.Hour) // however slow this machine, the backoff has not expired
-	for range 100 {
-		_, err = p.TryAcquire(context.Background())
-		require.ErrorIs(t, err, pool.ErrExhausted)
-	}
-	require.Equal(t, uint64(1), p.Stats().Connects, "no connect while backing off")
-	p.AdvanceClock(time.Hour + time.Second)
-	_, _ = p.TryAcquire(context.Background())
-	require.Eventually(t, func() bool { return p.Stats().ConnectErrors == 2 }, 5*time.Second, time.Millisecond)
-}
-
 // TryAcquire never waits and starts a connect so that a retry succeeds.
 func TestTryAcquire(t *testing.T) {
 	p := newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1})

@@ -17,6 +17,7 @@ type counters struct {
 	// object was held.
 	acqOther, localMiss, stale atomic.Uint64
 	connects, connectErrs      atomic.Uint64
+	closeErrs                  atomic.Uint64
 	created, detached          atomic.Uint64
 	waits, timeouts, cancels   atomic.Uint64
 	waitNanos                  atomic.Int64
@@ -34,8 +35,8 @@ type counters struct {
 type Stats struct {
 	MaxSize    int
 	Live       int // idle + leased + connecting + closing: exact at the instant it is read
-	Idle       int // approximate
-	Leased     int // Live - Idle - Connecting - Closing - those under a health check, clamped at 0
+	Idle       int // approximate; objects under a background health check count as idle
+	Leased     int // Live - Idle - Connecting - Closing, clamped at 0
 	Connecting int // slots reserved for a connect whose Manager.Connect has not returned
 	Closing    int // waiting for, or in, Manager.Close: they keep their slots until it returns
 	Waiting    int
@@ -43,7 +44,8 @@ type Stats struct {
 	Acquires      uint64 // successful Acquire and TryAcquire calls
 	HandOffs      uint64 // objects handed straight to a waiter and accepted
 	Connects      uint64 // Manager.Connect attempts
-	ConnectErrors uint64
+	ConnectErrors uint64 // failed connects, those that panicked included (see PanicError)
+	CloseErrors   uint64 // Manager.Close calls that returned an error or panicked
 	Created       uint64 // successful connects
 	Detached      uint64
 	Waits         uint64        // Acquires that queued
@@ -81,13 +83,14 @@ func (p *Pool[T]) Stats() Stats {
 	s := Stats{
 		MaxSize:       int(p.maxSize.Load()),
 		Live:          int(sl.live),
-		Idle:          p.idleLen(),
+		Idle:          p.idleLen() + int(p.checking.Load()),
 		Connecting:    int(sl.connecting),
 		Closing:       int(sl.closing),
 		Waiting:       int(p.state.Load() & waiterMask),
 		HandOffs:      c.handoffs.Load(),
 		Connects:      c.connects.Load(),
 		ConnectErrors: c.connectErrs.Load(),
+		CloseErrors:   c.closeErrs.Load(),
 		Created:       sl.created,
 		Detached:      sl.detached,
 		Waits:         c.waits.Load(),
@@ -102,7 +105,7 @@ func (p *Pool[T]) Stats() Stats {
 	s.ClosedBy = sl.closed
 	s.WaitBuckets, s.Blocked = c.waitHist.read()
 	s.BlockedTime = time.Duration(c.waitHist.sum.Load())
-	s.Leased = max(s.Live-s.Idle-s.Connecting-s.Closing-int(p.checking.Load()), 0) // objects under a health check are not leased
+	s.Leased = max(s.Live-s.Idle-s.Connecting-s.Closing, 0)
 	if a := int64(p.localHits()+c.acqOther.Load()+s.HandOffs) - int64(c.localMiss.Load()); a > 0 {
 		s.Acquires = uint64(a)
 	}

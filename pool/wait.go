@@ -374,10 +374,10 @@ func (p *Pool[T]) blockTimed(ctx context.Context, t *acqTimer, slot bool) (Lease
 // withState adds the pool's state to err's message; err still matches what
 // it matched.
 func (p *Pool[T]) withState(err error) error {
-	idle := p.idleLen()
+	idle := int64(p.idleLen()) + p.checking.Load() // under a health check: idle, as in Stats
 	live, connecting, closing := p.live.Load(), p.connecting.Load(), p.closing.Load()
 	return &stateError{err: err, state: fmt.Sprintf("live=%d idle=%d leased=%d waiting=%d",
-		live, idle, max(live-int64(idle)-connecting-closing-p.checking.Load(), 0), p.state.Load()&waiterMask)}
+		live, idle, max(live-idle-connecting-closing, 0), p.state.Load()&waiterMask)}
 }
 
 // stateError is an error with the pool's state when it happened, like
