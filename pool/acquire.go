@@ -29,7 +29,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 		panic("pool: Acquire: nil Context")
 	}
 	if ctx.Err() != nil {
-		return Lease[T]{}, p.ctxFail(ctx)
+		return p.acquireEnded(ctx, true)
 	}
 	if p.state.Load()&(closedBit|acqHookBit|waiterMask) == 0 {
 		// Local.Pop's steps, inlined: the only calls are the runtime's pin
@@ -95,7 +95,7 @@ func (p *Pool[T]) TryAcquire(ctx context.Context) (Lease[T], error) {
 		panic("pool: TryAcquire: nil Context")
 	}
 	if ctx.Err() != nil {
-		return Lease[T]{}, p.ctxFail(ctx)
+		return p.acquireEnded(ctx, false)
 	}
 	if p.state.Load()&acqHookBit != 0 {
 		return p.acquireHooked(ctx, false)
@@ -154,30 +154,75 @@ func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) 
 
 // acquireHooked is the slow path of an Acquire or TryAcquire when an
 // Observer or LeakThreshold is set (acqHookBit keeps such a pool off the
-// fast path).
+// fast path), and of one whose ctx had ended before it began, with an
+// Observer (see acquireEnded).
+//
+// Every AcquireStart has its AcquireEnd: if the Acquire panics (a Recycle
+// did), AcquireEnd is told so, with a *PanicError, before the panic goes on;
+// if AcquireEnd itself panics after a successful Acquire, the object is
+// given back before the panic reaches the caller, so that no slot is lost.
 func (p *Pool[T]) acquireHooked(ctx context.Context, wait bool) (Lease[T], error) {
 	obs := p.cfg.Observer
+	if obs == nil {
+		return p.acquireTracked(ctx, wait)
+	}
 	start := p.now()
-	if obs != nil {
-		if ctx = obs.AcquireStart(ctx); ctx == nil {
-			panic("pool: Observer.AcquireStart returned a nil Context")
+	if ctx = obs.AcquireStart(ctx); ctx == nil {
+		panic("pool: Observer.AcquireStart returned a nil Context")
+	}
+	returned := false
+	defer func() {
+		if returned {
+			return
 		}
-		if ctx.Err() != nil { // the context AcquireStart returned has ended
-			err := p.ctxFail(ctx)
-			obs.AcquireEnd(ctx, AcquireEvent{Wait: p.now() - start, Err: err})
-			return Lease[T]{}, err
+		r := recover() // nil: runtime.Goexit
+		obs.AcquireEnd(ctx, AcquireEvent{Wait: p.now() - start, Err: recovered("Recycle", r)})
+		if r != nil {
+			panic(r)
 		}
+	}()
+	l, err := p.acquireTracked(ctx, wait)
+	returned = true
+	ev := AcquireEvent{Wait: p.now() - start, Err: err}
+	if err == nil {
+		ev.Path, ev.ID = l.e.path, l.e.m.ID
+	}
+	ended := false
+	defer func() {
+		if !ended && err == nil {
+			p.put(l.e, l.gen) // AcquireEnd panicked: the caller never gets the lease
+		}
+	}()
+	obs.AcquireEnd(ctx, ev)
+	ended = true
+	return l, err
+}
+
+// acquireTracked is acquireSlow behind a check of ctx (the one AcquireStart
+// returned may have ended) and with the leak record, when LeakThreshold is
+// set: its clock starts as the lease is obtained, not as the Acquire began,
+// so that time spent waiting in line is not counted as time held.
+func (p *Pool[T]) acquireTracked(ctx context.Context, wait bool) (Lease[T], error) {
+	if ctx.Err() != nil {
+		return Lease[T]{}, p.ctxFail(ctx)
 	}
 	l, err := p.acquireSlow(ctx, wait)
 	if err == nil && p.cfg.LeakThreshold > 0 {
-		p.trackLease(ctx, l, start)
-	}
-	if obs != nil {
-		ev := AcquireEvent{Wait: p.now() - start, Err: err}
-		if err == nil {
-			ev.Path, ev.ID = l.e.path, l.e.m.ID
-		}
-		obs.AcquireEnd(ctx, ev)
+		p.trackLease(ctx, l, p.now())
 	}
 	return l, err
+}
+
+// acquireEnded is an Acquire or TryAcquire whose ctx had ended before it
+// began: it hands out nothing and returns ctx's error, after the Observer's
+// AcquireStart and AcquireEnd if there is one (a tracer sees every call, as
+// pgxpool's does). Off the fast path: a pool without an Observer pays for it
+// nothing but this call in the branch of an ended context.
+//
+//go:noinline
+func (p *Pool[T]) acquireEnded(ctx context.Context, wait bool) (Lease[T], error) {
+	if p.cfg.Observer != nil {
+		return p.acquireHooked(ctx, wait)
+	}
+	return Lease[T]{}, p.ctxFail(ctx)
 }

@@ -92,9 +92,10 @@ type Config struct {
 	// it bounds each background health check. 0: no bound beyond the
 	// context.
 	CheckTimeout time.Duration
-	// LeakThreshold reports, once, a lease held longer than it: through the
-	// Observer (with the stack of the Acquire that took it) and in
-	// Stats.Leaks. Setting it makes every Acquire record its caller's stack
+	// LeakThreshold reports, once, a lease held longer than it, counted from
+	// the moment the Acquire obtained it (time spent waiting in line is not
+	// time held): through the Observer (with the stack of the Acquire that
+	// took it) and in Stats.Leaks. Setting it makes every Acquire record its caller's stack
 	// (one allocation per Acquire). The maintainer looks every clock tick.
 	// 0: off.
 	LeakThreshold time.Duration

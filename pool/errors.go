@@ -78,7 +78,7 @@ func ctxError(ctx context.Context) *waitError {
 // wrapped; errors.As finds it. It unwraps to the panic value if that is an
 // error.
 type PanicError struct {
-	Op    string // the Manager method: "Connect" or "Close"
+	Op    string // the Manager method: "Connect" or "Close" ("Recycle" in an AcquireEvent: see Observer)
 	Value any    // the value passed to panic; nil for runtime.Goexit
 	Stack []byte // the stack of the goroutine that panicked, as runtime/debug.Stack formats it
 }

@@ -24,6 +24,9 @@ type counters struct {
 	closed                     [nReasons]atomic.Uint64
 	waitHist                   waitHist
 	leaks, healthChecks        atomic.Uint64
+	// acquires and localHits hold the highest Acquires and LocalHits
+	// reported (see monotonic).
+	acquires, localHits monotonic
 }
 
 // Stats is a snapshot of a pool's gauges and counters. The slot counts —
@@ -106,16 +109,41 @@ func (p *Pool[T]) Stats() Stats {
 	s.WaitBuckets, s.Blocked = c.waitHist.read()
 	s.BlockedTime = time.Duration(c.waitHist.sum.Load())
 	s.Leased = max(s.Live-s.Idle-s.Connecting-s.Closing, 0)
-	if a := int64(p.localHits()+c.acqOther.Load()+s.HandOffs) - int64(c.localMiss.Load()); a > 0 {
-		s.Acquires = uint64(a)
-	}
+	a := int64(p.localHits()+c.acqOther.Load()+s.HandOffs) - int64(c.localMiss.Load())
+	s.Acquires = c.acquires.rise(uint64(max(a, 0)))
 	return s
 }
 
 // localHits counts the objects claimed through a hint on their acquirer's
-// per-P stack (a popped hint whose object was held is not one).
+// per-P stack (a popped hint whose object was held is not one). It only
+// rises (see monotonic).
 func (p *Pool[T]) localHits() uint64 {
-	return uint64(max(int64(p.local.Stats().Hits)-int64(p.counters.stale.Load()), 0))
+	return p.counters.localHits.rise(uint64(max(int64(p.local.Stats().Hits)-int64(p.counters.stale.Load()), 0)))
+}
+
+// monotonic makes a derived count only rise. Acquires and LocalHits are
+// derived from the per-P stacks' pop counters, which count a pop as it
+// happens, minus the pops that did not become acquires (a stale hint, a
+// failed check, an object taken for a waiter), which are counted only once
+// known: a snapshot taken in between counts such a pop, and the next would
+// count one fewer, which a Prometheus scrape reads as a counter reset. A
+// snapshot reports the highest count reported so far instead: ahead of the
+// truth, while it lasts, by at most the pops that were undecided at that
+// highest snapshot, until real acquires overtake it.
+type monotonic struct{ v atomic.Uint64 }
+
+// rise reports the larger of n and the highest value reported before, and
+// keeps it.
+func (m *monotonic) rise(n uint64) uint64 {
+	for {
+		old := m.v.Load()
+		if n <= old {
+			return old
+		}
+		if m.v.CompareAndSwap(old, n) {
+			return n
+		}
+	}
 }
 
 // PathStats says where a pool's Acquires found their objects. It describes
