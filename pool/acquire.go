@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"time"
 
 	"github.com/poolkit/poolkit/internal/shard"
 )
@@ -22,7 +23,8 @@ import (
 // the whole Acquire across every retry) end it with an error matching
 // ErrTimeout and context.DeadlineExceeded; a cancellation, context.Canceled;
 // both keep context.Cause. A connect error is returned wrapped (a connect
-// that ran past Config.ConnectTimeout matches ErrTimeout). After Close,
+// that ran past Config.ConnectTimeout matches ErrTimeout); with
+// AcquireTimeout set, only once retries have failed until the deadline. After Close,
 // Acquire returns ErrClosed, and only that. A nil ctx panics.
 func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 	if ctx == nil {
@@ -104,7 +106,10 @@ func (p *Pool[T]) TryAcquire(ctx context.Context) (Lease[T], error) {
 }
 
 func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) {
-	var t acqTimer
+	var begin time.Time // AcquireTimeout counts from here (see blockTimed)
+	if wait && p.cfg.AcquireTimeout > 0 {
+		begin = time.Now()
+	}
 	s := p.state.Load()
 	if s&closedBit != 0 {
 		return Lease[T]{}, ErrClosed
@@ -144,12 +149,12 @@ func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) 
 			return Lease[T]{}, ErrExhausted
 		}
 		if p.reserve() {
-			return p.blockTimed(ctx, &t, true)
+			return p.blockTimed(ctx, begin, true)
 		}
 	} else if !wait {
 		return Lease[T]{}, ErrExhausted
 	}
-	return p.blockTimed(ctx, &t, false)
+	return p.blockTimed(ctx, begin, false)
 }
 
 // acquireHooked is the slow path of an Acquire or TryAcquire when an

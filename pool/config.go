@@ -60,11 +60,18 @@ type Config struct {
 	// MaxUses closes an object after it has been handed out this many times.
 	// 0: no limit.
 	MaxUses int
-	// AcquireTimeout bounds an Acquire that cannot be served at once, from
-	// the moment it first has to connect or wait to its return, across every
-	// wait, connect and retry (a waiter whose object fails its check keeps
-	// its timer); the earlier of it and the context's deadline applies.
-	// 0: only the context.
+	// AcquireTimeout bounds an Acquire that cannot be served at once by an
+	// idle object, from the start of its slow path to its return: every
+	// wait, connect and retry, and the check (Recycle) of the object handed
+	// to it or made for it; the earlier of it and the context's deadline
+	// applies. The check of an idle object found at once is bounded by
+	// CheckTimeout instead. With AcquireTimeout set, an Acquire whose
+	// connect fails tries again, after pauses of 10 ms doubling to 200 ms,
+	// until an object is released to it, a connect succeeds, or its deadline
+	// passes, and then returns the last connect error (matching the deadline
+	// too): a server down for less than the deadline fails no Acquire
+	// (decision 0010). 0: only the context, and a connect error ends the
+	// Acquire.
 	AcquireTimeout time.Duration
 	// ConnectTimeout bounds one Manager.Connect. 0: DefaultConnectTimeout.
 	ConnectTimeout time.Duration
@@ -88,9 +95,10 @@ type Config struct {
 	HealthCheckPeriod time.Duration
 	// CheckTimeout bounds each Manager.Recycle call: on the acquire path it
 	// further bounds the acquirer's context (a check cut by CheckTimeout
-	// closes the object; one cut by the acquirer's context does not), and
-	// it bounds each background health check. 0: no bound beyond the
-	// context.
+	// closes the object; one cut by the acquirer's context or AcquireTimeout
+	// does not) — and it is what bounds the check of an idle object found at
+	// once, which AcquireTimeout does not — and it bounds each background
+	// health check. 0: no bound beyond the context.
 	CheckTimeout time.Duration
 	// LeakThreshold reports, once, a lease held longer than it, counted from
 	// the moment the Acquire obtained it (time spent waiting in line is not

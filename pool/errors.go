@@ -53,9 +53,9 @@ func (e *waitError) Unwrap() []error {
 	return errs
 }
 
-// errAcquireTimeout is the error of a wait ended by Config.AcquireTimeout.
-var errAcquireTimeout = &waitError{timeout: true, err: context.DeadlineExceeded,
-	cause: errors.New("Config.AcquireTimeout elapsed")}
+// errAcquireTimeoutCause is the cause of the deadline that
+// Config.AcquireTimeout puts on a blocked Acquire's context (blockTimed).
+var errAcquireTimeoutCause = errors.New("Config.AcquireTimeout elapsed")
 
 // ctxError builds the error for a wait ended by ctx.
 func ctxError(ctx context.Context) *waitError {
