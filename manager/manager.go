@@ -5,7 +5,8 @@
 //
 //   - Funcs builds a Manager from up to three functions, for objects that
 //     need no type of their own; the missing ones default to "always
-//     reusable" and "nothing to close".
+//     reusable" (and the pool then skips the check: see RecycleSkipper) and
+//     "nothing to close".
 //   - Dialer is a Manager[net.Conn] for TCP and Unix stream sockets: it dials
 //     with a net.Dialer (timeout, keep-alive, the context's deadline), checks
 //     before each reuse, without blocking or consuming anything, that the
@@ -63,6 +64,17 @@ var ErrBroken = errors.New("manager: object broken")
 // Release.
 type ReleaseChecker[T any] interface {
 	CheckRelease(obj T) error
+}
+
+// RecycleSkipper may be implemented by a Manager whose Recycle does nothing
+// and always returns nil, to say so: when SkipRecycle reports true, a pool
+// hands used objects out without calling Recycle, and pays nothing for a
+// check it does not need (the call, and the guard against its panic).
+// poolkit's pool asks once, when it is made. Funcs implements it, reporting
+// true when RecycleFunc is nil. It sits beside Manager as
+// driver.SessionResetter sits beside driver.Conn.
+type RecycleSkipper interface {
+	SkipRecycle() bool
 }
 
 // Metrics describes an object's use so far, for Recycle.

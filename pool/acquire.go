@@ -42,23 +42,17 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 		shard.Exit()
 		if ok {
 			if gen, ok := claim(e); ok {
-				// check, by hand: no call of its own, and the guard's defer
-				// is Acquire's (see check).
+				// check, by hand: no call for an object that needs no
+				// Recycle (see check and recycle).
 				r := p.expired(e)
 				if r == 0 {
-					if e.m.Uses == 0 {
+					if e.m.Uses == 0 || !p.recycles {
 						e.m.Uses++
 						return Lease[T]{e, gen}, nil
 					}
-					armed := true
-					defer e.closeIfPanicked(&armed, reasonRecycle)
-					err := p.mgr.Recycle(ctx, e.value, e.m)
-					armed = false
-					if err == nil {
-						e.m.Uses++
+					if r = p.recycle(ctx, e); r == 0 {
 						return Lease[T]{e, gen}, nil
 					}
-					r = recycleFailed(ctx, err)
 				}
 				p.localFailed(ctx, e, r)
 				if r == checkCanceled || ctx.Err() != nil {

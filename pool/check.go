@@ -48,7 +48,8 @@ func (p *Pool[T]) expired(e *entry[T]) int {
 }
 
 // check decides whether an object its caller took may be handed out: the
-// expiry checks, then Recycle if it was used before. On success it counts
+// expiry checks, then Recycle if it was used before (and the manager has a
+// Recycle: see manager.RecycleSkipper). On success it counts
 // the use and returns 0; otherwise it returns checkCanceled (Recycle failed
 // and ctx has ended: the caller keeps the object and gives it back) or the
 // reason to close the object (the caller closes it).
@@ -56,19 +57,29 @@ func (p *Pool[T]) check(ctx context.Context, e *entry[T]) int {
 	if r := p.expired(e); r != 0 {
 		return r
 	}
-	if e.m.Uses != 0 {
-		// Should Recycle panic (or call runtime.Goexit), the deferred call
-		// closes the object and frees its slot before the panic goes on to
-		// the caller: a panicking manager costs one object, not a slot for
-		// good. The defer is open-coded (a flag on the stack, tested at
-		// return); its cost is in DESIGN.md.
-		armed := true
-		defer e.closeIfPanicked(&armed, reasonRecycle)
-		err := p.mgr.Recycle(ctx, e.value, e.m)
-		armed = false
-		if err != nil {
-			return recycleFailed(ctx, err)
-		}
+	if e.m.Uses != 0 && p.recycles {
+		return p.recycle(ctx, e)
+	}
+	e.m.Uses++
+	return 0
+}
+
+// recycle runs Manager.Recycle on e, which the caller took, under ctx; on
+// success it counts the use and returns 0, else what recycleFailed says.
+//
+// Should Recycle panic (or call runtime.Goexit), the deferred call closes
+// the object and frees its slot before the panic goes on to the caller: a
+// panicking manager costs one object, not a slot for good. The defer is
+// open-coded (a flag on the stack, tested at return); its cost is in
+// DESIGN.md. It is a function of its own (a defer is never inlined), so that
+// the Acquire of a pool whose manager has no Recycle has no defer to set up.
+func (p *Pool[T]) recycle(ctx context.Context, e *entry[T]) int {
+	armed := true
+	defer e.closeIfPanicked(&armed, reasonRecycle)
+	err := p.mgr.Recycle(ctx, e.value, e.m)
+	armed = false
+	if err != nil {
+		return recycleFailed(ctx, err)
 	}
 	e.m.Uses++
 	return 0

@@ -91,7 +91,9 @@ type Config struct {
 	// and given back, or closed if the check fails (then the maintainer
 	// connects a replacement if fewer than MinIdle objects are idle). An
 	// object under check is not handed out; acquirers take other objects,
-	// connect, or wait as usual. 0: no background checks.
+	// connect, or wait as usual. A manager that skips Recycle
+	// (manager.RecycleSkipper) has nothing to check: no pass runs. 0: no
+	// background checks.
 	HealthCheckPeriod time.Duration
 	// CheckTimeout bounds each Manager.Recycle call: on the acquire path it
 	// further bounds the acquirer's context (a check cut by CheckTimeout

@@ -27,6 +27,9 @@ import (
 // healthTick starts a pass when the period has come round and none runs.
 // Maintainer only.
 func (p *Pool[T]) healthTick() {
+	if !p.recycles {
+		return // the manager has no check to run (manager.RecycleSkipper)
+	}
 	now := p.clock.Load().ns
 	if now < p.nextHealth {
 		return

@@ -25,6 +25,7 @@ type Pool[T any] struct {
 	relCheck manager.ReleaseChecker[T] // mgr, if it implements ReleaseChecker
 	cfg      Config
 	expiry   bool  // MaxLifetime, MaxIdleTime or MaxUses is set
+	recycles bool  // mgr has a Recycle to call (it does not skip it: manager.RecycleSkipper)
 	maxIdle  int64 // cfg.MaxIdleTime in ns
 	maxUses  uint64
 	start    time.Time // monotonic origin of the clock
@@ -227,6 +228,8 @@ func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 		doneCh:  make(chan struct{}),
 	}
 	p.relCheck, _ = m.(manager.ReleaseChecker[T])
+	skip, _ := m.(manager.RecycleSkipper)
+	p.recycles = skip == nil || !skip.SkipRecycle()
 	p.setHooks()
 	p.reg.init(min(cfg.MaxSize, 64))
 	p.clock.Store(&tick{at: p.start})
