@@ -8,10 +8,11 @@
 //     reusable" (and the pool then skips the check: see RecycleSkipper) and
 //     "nothing to close".
 //   - Dialer is a Manager[net.Conn] for TCP and Unix stream sockets: it dials
-//     with a net.Dialer (timeout, keep-alive, the context's deadline), checks
-//     before each reuse, without blocking or consuming anything, that the
-//     connection is open and has nothing unread (Recycle returns an error
-//     matching ErrNotReusable otherwise), and closes it.
+//     with a net.Dialer (timeout, keep-alive probes, TCP_USER_TIMEOUT on
+//     Linux, the context's deadline), clears the deadlines a user left and
+//     checks before each reuse, without blocking or consuming anything, that
+//     the connection is open and has nothing unread (Recycle returns an
+//     error matching ErrNotReusable otherwise), and closes it.
 //
 // Every Manager, these included, must be safe for concurrent use: a pool
 // calls it from several goroutines at once, though never for the same
