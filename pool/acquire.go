@@ -44,7 +44,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 			if gen, ok := claim(e); ok {
 				// check, by hand: no call for an object that needs no
 				// Recycle (see check and recycle).
-				r := p.expired(e)
+				r := p.onHand(e)
 				if r == 0 {
 					if e.m.Uses == 0 || !p.recycles {
 						e.m.Uses++
@@ -55,7 +55,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 					}
 				}
 				p.localFailed(ctx, e, r)
-				if r == checkCanceled || ctx.Err() != nil {
+				if r == checkCanceled || (r != checkAged && ctx.Err() != nil) {
 					return Lease[T]{}, p.ctxFail(ctx)
 				}
 			} else {
@@ -70,14 +70,19 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 }
 
 // localFailed handles an object claimed through a local hint that failed
-// its check r: it goes back if the caller's context ended, else it is closed.
+// its check r: it goes back if the caller's context ended, or without a hint
+// if it has aged (the slow path then picks the most recently released
+// object), else it is closed.
 func (p *Pool[T]) localFailed(ctx context.Context, e *entry[T], r int) {
 	p.counters.localMiss.Add(1)
-	if r == checkCanceled {
+	switch r {
+	case checkCanceled:
 		p.giveBack(e)
-		return
+	case checkAged:
+		p.unclaim(e)
+	default:
+		p.discard(e, r)
 	}
-	p.discard(e, r)
 }
 
 // TryAcquire is Acquire without waiting: it returns an idle object if there
@@ -110,7 +115,7 @@ func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) 
 	}
 	if s&waiterMask == 0 {
 		for {
-			e, src := p.take()
+			e, src := p.take(p.maxIdle != 0)
 			if e == nil {
 				break
 			}

@@ -27,6 +27,11 @@ const (
 // context had ended: the object is not at fault and goes back to the pool.
 const checkCanceled = -1
 
+// checkAged is what onHand returns for an object idle since an earlier clock
+// tick, with MaxIdleTime set: the object goes back, and the slow path takes
+// the most recently released idle object instead (see take).
+const checkAged = -2
+
 // expired runs the expiry checks (Reset epoch, lifetime, uses) on an object
 // its caller owns, against the coarse clock. It returns 0 or the reason to
 // close it. Idle time is not among them: only the maintainer closes an
@@ -42,6 +47,29 @@ func (p *Pool[T]) expired(e *entry[T]) int {
 			return reasonLifetime
 		case p.maxUses != 0 && e.m.Uses >= p.maxUses:
 			return reasonUses
+		}
+	}
+	return 0
+}
+
+// onHand is expired for the Acquire fast path: with MaxIdleTime set, an
+// object released before the current clock tick is also refused
+// (checkAged), so that reuse stays on the most recently released objects
+// and the others age out (see take). A pool without expiry options pays
+// nothing more than expired's test.
+func (p *Pool[T]) onHand(e *entry[T]) int {
+	if e.epoch != p.epoch.Load() {
+		return reasonReset
+	}
+	if p.expiry {
+		now := p.clock.Load().ns
+		switch {
+		case e.deadline != 0 && now >= e.deadline:
+			return reasonLifetime
+		case p.maxUses != 0 && e.m.Uses >= p.maxUses:
+			return reasonUses
+		case p.maxIdle != 0 && e.lastUsed.Load() != now:
+			return checkAged
 		}
 	}
 	return 0

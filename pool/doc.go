@@ -74,6 +74,6 @@
 // returns errors matching ErrInvalidConfig that name the bad field.
 //
 // See docs/DESIGN.md in the repository for the wake-up protocol and the
-// invariants, and docs/decisions/0003, 0004, 0006 and 0008 for the
+// invariants, and docs/decisions/0003, 0004, 0006, 0008 and 0010 to 0012 for the
 // measured choices.
 package pool

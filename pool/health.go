@@ -62,7 +62,7 @@ func (p *Pool[T]) healthPass(now int64) {
 			<-sem
 			return
 		}
-		if now-e.lastUsed < period {
+		if now-e.lastUsed.Load() < period {
 			p.giveBack(e)
 			<-sem
 			return

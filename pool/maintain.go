@@ -92,10 +92,24 @@ func (p *Pool[T]) needsReap() bool {
 // only by its own idle time, whatever order the exchange hands objects out
 // in, and never below MinIdle: an unused pool keeps MinIdle objects until
 // their lifetimes end. No lock is held while the Manager runs.
+//
+// An object that cannot be due — made since the last Reset, within its
+// lifetime, idle for less than MaxIdleTime, no shrink under way — is not
+// claimed at all (the fields read for that are immutable, or atomic): a
+// claimed object looks held, and an Acquire looking for the most recently
+// released idle object (claimYoungest) would take an older one instead,
+// keeping alive what should age out.
 func (p *Pool[T]) reap() {
 	idle := p.idleLen() // counts down as idle objects close
 	now := p.clock.Load().ns
-	p.claimIdle(func(e *entry[T]) {
+	epoch := p.epoch.Load()
+	p.reg.each(func(e *entry[T]) {
+		if e.state.Load()&1 != 0 || !p.mayReap(e, now, epoch) {
+			return
+		}
+		if _, ok := claim(e); !ok {
+			return
+		}
 		r := p.expired(e)
 		switch {
 		case r != 0:
@@ -103,7 +117,7 @@ func (p *Pool[T]) reap() {
 			idle--
 			p.closeClaimed(e, reasonShrink)
 			return
-		case p.maxIdle > 0 && now-e.lastUsed >= p.maxIdle+int64(p.tick) && idle > p.minIdle():
+		case p.maxIdle > 0 && now-e.lastUsed.Load() >= p.maxIdle+int64(p.tick) && idle > p.minIdle():
 			// lastUsed is the clock's tick at the release, up to one tick
 			// before it: one tick more makes sure the object really has
 			// been idle MaxIdleTime.
@@ -116,6 +130,16 @@ func (p *Pool[T]) reap() {
 		}
 		p.giveBack(e)
 	})
+}
+
+// mayReap reports whether reap might close e, an object it has not claimed,
+// at now: from its immutable fields (epoch, deadline) and its atomic
+// lastUsed. (An idle object never has its uses spent: the release that
+// spent them closed it.)
+func (p *Pool[T]) mayReap(e *entry[T], now int64, epoch uint32) bool {
+	return e.epoch != epoch || p.state.Load()&shrinkingBit != 0 ||
+		(e.deadline != 0 && now >= e.deadline) ||
+		(p.maxIdle > 0 && now-e.lastUsed.Load() >= p.maxIdle+int64(p.tick))
 }
 
 // topUpMinIdle starts background connects while fewer than MinIdle objects

@@ -164,12 +164,17 @@ type entry[T any] struct {
 	// transition adds one, by compare-and-swap from a value read, so a held
 	// state is never seen twice: a lease's generation is the state it was
 	// taken at, and any copy of an ended lease finds another value.
-	state    atomic.Uint64
-	p        *Pool[T]
-	idx      int32  // the entry's index in reg; guarded by reg.mu
-	epoch    uint32 // the pool's Reset epoch when it was made
-	value    T
-	lastUsed int64 // clock ns at the last release (coarse)
+	state atomic.Uint64
+	p     *Pool[T]
+	idx   int32  // the entry's index in reg; guarded by reg.mu
+	epoch uint32 // the pool's Reset epoch when it was made
+	value T
+	// lastUsed is the clock's ns at the last release (coarse): written by
+	// the holder, read by the holder and by the scan that looks for the
+	// most recently used idle object without claiming (claimYoungest),
+	// hence atomic (a plain load and store on amd64 and arm64's
+	// load-acquire, store-release).
+	lastUsed atomic.Int64
 	deadline int64 // clock ns past which the lifetime has ended; 0: none
 	// leak is the record of the Acquire that took the object, with
 	// LeakThreshold set (see leak.go): written by that acquirer, read by
@@ -262,9 +267,10 @@ func (p *Pool[T]) newEntry(v T, epoch uint32) *entry[T] {
 	now := int64(d)
 	at := p.start.Add(d)
 	id := p.connected()
-	pe := &paddedEntry[T]{e: entry[T]{p: p, value: v, lastUsed: now, epoch: epoch,
+	pe := &paddedEntry[T]{e: entry[T]{p: p, value: v, epoch: epoch,
 		m: manager.Metrics{Created: at, LastUsed: at, ID: id}}}
 	e := &pe.e
+	e.lastUsed.Store(now)
 	e.state.Store(1) // held by its creator
 	if lt := p.cfg.MaxLifetime; lt > 0 {
 		if j := p.cfg.LifetimeJitter; j > 0 {

@@ -154,7 +154,7 @@ func (p *Pool[T]) dispatchFrom(scanOnly bool) {
 				src = srcSteal
 			}
 		} else {
-			e, src = p.take()
+			e, src = p.take(false)
 		}
 		if e != nil {
 			if src == srcLocal {
