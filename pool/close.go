@@ -2,15 +2,20 @@ package pool
 
 import (
 	"context"
+	"fmt"
 	"runtime/debug"
+	"strconv"
+	"strings"
 )
 
 // Close closes the pool: new acquires get ErrClosed, waiters wake with
 // ErrClosed, connects in flight are cancelled, idle objects are closed, and
 // leased ones are closed when released. It returns nil once nothing is live
-// and every goroutine the pool started has exited, or ctx.Err() if ctx ends
-// first; closing goes on, and a later Close waits again. Close is
-// idempotent.
+// and every goroutine the pool started has exited. If ctx ends first it
+// returns an error that matches ctx's (errors.Is) and says what it was still
+// waiting for, such as "pool: Close: context deadline exceeded (still
+// waiting for 2 leased, 1 closing)"; closing goes on, and a later Close
+// waits again. Close is idempotent.
 func (p *Pool[T]) Close(ctx context.Context) error {
 	p.mu.Lock()
 	old := p.state.Or(closedBit)
@@ -35,8 +40,42 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 	case <-p.doneCh:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return p.closeUnfinished(ctx)
 	}
+}
+
+// closeUnfinished is Close's error when ctx ends first: ctx's error, and
+// what is left (a snapshot): objects still leased (each is closed when
+// released), connects in flight, objects in Manager.Close, and the pool's
+// other goroutines still running (a health check pass, the maintainer on
+// its way out).
+func (p *Pool[T]) closeUnfinished(ctx context.Context) error {
+	sl := p.readSlots()
+	idle := int64(p.idleLen()) + p.checking.Load()
+	leased := max(sl.live-idle-sl.connecting-sl.closing, 0)
+	var left []string
+	for _, n := range []struct {
+		n    int64
+		what string
+	}{
+		{leased, "leased"},
+		{idle, "idle"},
+		{sl.connecting, "connecting"},
+		{sl.closing, "closing"},
+		{p.goroutines.Load() - sl.connecting - sl.closing, "other goroutines"},
+	} {
+		if n.n > 0 {
+			left = append(left, strconv.FormatInt(n.n, 10)+" "+n.what)
+		}
+	}
+	if len(left) == 0 {
+		left = append(left, "its last goroutine to exit")
+	}
+	who := ""
+	if p.cfg.Name != "" {
+		who = "pool=" + p.cfg.Name + " "
+	}
+	return fmt.Errorf("pool: Close: %w (%sstill waiting for %s)", ctx.Err(), who, strings.Join(left, ", "))
 }
 
 // checkDone closes doneCh once the pool is closed, nothing is live and every

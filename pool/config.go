@@ -36,6 +36,11 @@ const (
 // Config configures a Pool. Zero values mean the documented defaults; New
 // returns an error naming the field for any invalid value.
 type Config struct {
+	// Name names the pool in what it reports: the stock slog Observer's
+	// lines carry it (pool=Name), timeout errors name it, and the exporters
+	// (contrib/poolprom, contrib/poolotel) use it as the pool's label or
+	// attribute when it is set (Pool.Name). "": unnamed.
+	Name string
 	// MaxSize bounds live objects: idle + leased + being connected + being
 	// closed. Required, ≥ 1. It can be changed later with SetMaxSize. New
 	// does the same work whatever its value: nothing is sized by it.

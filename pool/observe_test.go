@@ -2,7 +2,10 @@ package pool_test
 
 import (
 	"context"
+	"log/slog"
 	"runtime"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -146,4 +149,76 @@ func TestAcquireOnEndedContextIsObserved(t *testing.T) {
 		require.Equal(t, pool.PathNone, ev.Path)
 	}
 	require.Equal(t, 1, p.Stats().Idle, "nothing handed out")
+}
+
+// The slog observer logs what the caller caused at Debug: TryAcquire's
+// ErrExhausted and an Acquire its caller cancelled; a timeout stays at
+// Warn. A pool's Config.Name is on every line, and on its timeout errors.
+func TestSlogObserverLevelsOfCallerCausedFailuresAndPoolName(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf strings.Builder
+		var mu sync.Mutex
+		h := slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return buf.Write(b)
+		}), &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == "wait" || a.Key == "duration" {
+				return slog.Attr{}
+			}
+			return a
+		}})
+		obs := pool.NewSlogObserver(slog.New(h), 0)
+		p := newPool(t, &fakeMgr{}, pool.Config{Name: "db", MaxSize: 1, Observer: obs})
+		other := newPool(t, &fakeMgr{}, pool.Config{Name: "cache", MaxSize: 1, Observer: obs})
+		require.Equal(t, "db", p.Name())
+		l := acquire(t, p)
+		_, err := p.TryAcquire(context.Background())
+		require.ErrorIs(t, err, pool.ErrExhausted)
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { time.Sleep(time.Millisecond); cancel() }()
+		_, err = p.Acquire(ctx)
+		require.ErrorIs(t, err, context.Canceled)
+		ctx, cancel = context.WithTimeout(context.Background(), time.Millisecond)
+		defer cancel()
+		_, err = p.Acquire(ctx)
+		require.ErrorIs(t, err, pool.ErrTimeout)
+		require.Contains(t, err.Error(), "(pool=db live=1 ", "the timeout error names the pool")
+		l.Release()
+		acquire(t, other).Release()
+		mu.Lock()
+		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+		mu.Unlock()
+		require.Len(t, lines, 5, lines)
+		require.Equal(t, `level=DEBUG msg="pool: connected" pool=db id=1`, lines[0])
+		require.Equal(t, `level=DEBUG msg="pool: acquire failed" pool=db error="pool: exhausted"`, lines[1])
+		require.Equal(t, `level=DEBUG msg="pool: acquire failed" pool=db error="pool: acquire canceled: context canceled"`, lines[2])
+		require.True(t, strings.HasPrefix(lines[3], `level=WARN msg="pool: acquire failed" pool=db error="pool: acquire timed out`), lines[3])
+		require.Equal(t, `level=DEBUG msg="pool: connected" pool=cache id=1`, lines[4], "each pool its own name")
+	})
+}
+
+// A Close that runs out of time says what it still waits for, in an error
+// that matches its context's.
+func TestCloseThatRunsOutOfTimeSaysWhatItWaitsFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		f := &fakeMgr{close: func(o *obj) {
+			if o.id == 1 {
+				<-gate // a close that hangs
+			}
+		}}
+		p, err := pool.New[*obj](f, pool.Config{Name: "db", MaxSize: 3})
+		require.NoError(t, err)
+		a, b := acquire(t, p), acquire(t, p)
+		a.Destroy()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err = p.Close(ctx)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.EqualError(t, err, "pool: Close: context deadline exceeded (pool=db still waiting for 1 leased, 1 closing)")
+		close(gate)
+		b.Release()
+		require.NoError(t, p.Close(context.Background()))
+	})
 }

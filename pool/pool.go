@@ -232,6 +232,10 @@ func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 		kick:    make(chan struct{}, 1),
 		doneCh:  make(chan struct{}),
 	}
+	if o, ok := cfg.Observer.(slogObserver); ok && cfg.Name != "" {
+		o.name = cfg.Name // each pool its own copy: the Observer may be shared
+		p.cfg.Observer = o
+	}
 	p.relCheck, _ = m.(manager.ReleaseChecker[T])
 	skip, _ := m.(manager.RecycleSkipper)
 	p.recycles = skip == nil || !skip.SkipRecycle()
@@ -280,6 +284,15 @@ func (p *Pool[T]) newEntry(v T, epoch uint32) *entry[T] {
 	}
 	p.reg.add(e)
 	return e
+}
+
+// Name returns Config.Name ("" for a nil *Pool, so that an exporter may ask
+// before it knows whether it has a pool).
+func (p *Pool[T]) Name() string {
+	if p == nil {
+		return ""
+	}
+	return p.cfg.Name
 }
 
 // SetMaxSize changes MaxSize (n ≥ 1; it panics otherwise). Growing lets

@@ -404,8 +404,12 @@ func (p *Pool[T]) blockTimed(ctx context.Context, begin time.Time, slot bool) (L
 func (p *Pool[T]) withState(err error) error {
 	idle := int64(p.idleLen()) + p.checking.Load() // under a health check: idle, as in Stats
 	live, connecting, closing := p.live.Load(), p.connecting.Load(), p.closing.Load()
-	return &stateError{err: err, state: fmt.Sprintf("live=%d idle=%d leased=%d waiting=%d",
-		live, idle, max(live-idle-connecting-closing, 0), p.state.Load()&waiterMask)}
+	state := fmt.Sprintf("live=%d idle=%d leased=%d waiting=%d",
+		live, idle, max(live-idle-connecting-closing, 0), p.state.Load()&waiterMask)
+	if p.cfg.Name != "" {
+		state = "pool=" + p.cfg.Name + " " + state
+	}
+	return &stateError{err: err, state: state}
 }
 
 // stateError is an error with the pool's state when it happened, like
