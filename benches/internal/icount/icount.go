@@ -317,6 +317,21 @@ func Measure(ctx context.Context, ops []Op, opt Options) (results.Icount, error)
 	return out, nil
 }
 
+// childEnv is results.IcountEnv with cpu.rdtscp=off added to its GODEBUG:
+// the runtime then reads the time stamp counter with RDTSC, which valgrind
+// decodes, instead of RDTSCP (see attempts). The counted loop never reads
+// it, so the counts do not move; on a loaded machine, without it, every run
+// of an op could die before it counted anything.
+func childEnv() []string {
+	env := strings.Fields(results.IcountEnv)
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+			env[i] = "GODEBUG=" + v + ",cpu.rdtscp=off"
+		}
+	}
+	return env
+}
+
 // attempts bounds the runs of one count. valgrind (3.19) cannot decode
 // RDTSCP, which the Go runtime executes on some CPUs (runtime.cputicks) when
 // a lock it takes is contended — by the scheduler's monitor thread, at
@@ -353,7 +368,7 @@ func countOnce(ctx context.Context, op string, n int, dir string, self []string)
 	args := append([]string{"--tool=callgrind", "--callgrind-out-file=" + file}, self...)
 	args = append(args, "-op", op, "-n", strconv.Itoa(n))
 	cmd := exec.CommandContext(ctx, "valgrind", args...)
-	cmd.Env = append(os.Environ(), strings.Fields(results.IcountEnv)...)
+	cmd.Env = append(os.Environ(), childEnv()...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
