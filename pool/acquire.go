@@ -12,7 +12,8 @@ import (
 // object, which reaches those idle on other Ps' stacks), else a new one if the
 // pool is below MaxSize, else one released to it while it waits in FIFO
 // order. Every object handed out passes the expiry checks and, if used
-// before, Manager.Recycle under ctx.
+// before, Manager.Recycle under ctx (unless the manager has none:
+// manager.RecycleSkipper).
 //
 // An Acquire whose ctx has already ended returns its error at once and hands
 // out nothing; so does one whose ctx ends while it waits or connects, even

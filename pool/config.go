@@ -46,8 +46,9 @@ type Config struct {
 	// does the same work whatever its value: nothing is sized by it.
 	MaxSize int
 	// MinIdle is the number of idle objects the maintainer keeps connected
-	// (within MaxSize); MaxIdleTime never closes an idle object that would
-	// take the idle count below it. 0 ≤ MinIdle ≤ MaxSize. Default 0.
+	// (within MaxSize, and capped at it after SetMaxSize lowers it);
+	// MaxIdleTime never closes an idle object that would take the idle
+	// count below it. 0 ≤ MinIdle ≤ MaxSize. Default 0.
 	MinIdle int
 	// MaxLifetime closes an object this long after it was connected, minus a
 	// jitter drawn once per object in [0, LifetimeJitter). 0: no limit.

@@ -26,12 +26,15 @@ import (
 // Acquire, after the pool has taken back the object it would have handed
 // out.
 type Observer interface {
-	// AcquireStart is called as an Acquire or TryAcquire begins. The
-	// context it returns is used for the rest of the Acquire — Recycle,
-	// a connect's values, AcquireEnd — so a tracer can start a span here
-	// and end it in AcquireEnd. It must not return nil.
+	// AcquireStart is called as an Acquire or TryAcquire begins, even one
+	// whose context has already ended (its AcquireEnd then carries the
+	// context's error). The context it returns is used for the rest of the
+	// Acquire — Recycle, a connect's values, AcquireEnd — so a tracer can
+	// start a span here and end it in AcquireEnd. It must not return nil.
 	AcquireStart(ctx context.Context) context.Context
-	// AcquireEnd is called as an Acquire or TryAcquire returns.
+	// AcquireEnd is called as an Acquire or TryAcquire returns, once for
+	// every AcquireStart: for an Acquire that panics (a Recycle did) too,
+	// with Err a *PanicError, before the panic goes on.
 	AcquireEnd(ctx context.Context, ev AcquireEvent)
 	// ConnectEnd is called as a Manager.Connect returns (or panics: Err is
 	// then a *PanicError).
