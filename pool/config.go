@@ -86,8 +86,10 @@ type Config struct {
 	AcquireTimeout time.Duration
 	// ConnectTimeout bounds one Manager.Connect. 0: DefaultConnectTimeout.
 	ConnectTimeout time.Duration
-	// MaxConnecting bounds concurrent Manager.Connect calls. 0: the default,
-	// min(MaxSize, max(2, 2×GOMAXPROCS at New)).
+	// MaxConnecting bounds concurrent Manager.Connect calls; the
+	// maintainer's own connects (MinIdle) take at most half of them (at
+	// least one), so that callers' connects always find room. 0: the
+	// default, min(MaxSize, max(2, 2×GOMAXPROCS at New)).
 	MaxConnecting int
 	// LocalDepth is the capacity of each per-P stack, 1 ≤ LocalDepth ≤
 	// MaxSize. 0: min(DefaultLocalDepth, MaxSize).

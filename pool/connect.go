@@ -45,6 +45,17 @@ func (p *Pool[T]) startDial(cause context.Context, req *connReq[T]) {
 	go p.dial(cause, req)
 }
 
+// startBackgroundDial is startDial for a connect of the maintainer's own
+// (MinIdle), counted in bgDials until it ends (see topUpMinIdle).
+func (p *Pool[T]) startBackgroundDial() {
+	p.bgDials.Add(1)
+	p.goroutines.Add(1)
+	go func() {
+		defer p.bgDials.Add(-1)
+		p.dial(context.Background(), nil)
+	}()
+}
+
 // dial runs one Manager.Connect on its own goroutine, cancelled by Close and
 // bounded by ConnectTimeout, never by the acquirer's context: a connect
 // outlives an acquirer that gave up (pgx #1259). A Connect that panics or

@@ -244,3 +244,29 @@ func TestAcquireRetriesFailedConnectsWithinItsDeadline(t *testing.T) {
 		})
 	})
 }
+
+// The maintainer's MinIdle connects hold at most half the MaxConnecting
+// slots: against a server that does not answer (each connect hangs until
+// ConnectTimeout), a caller's connect still starts at once, and once the
+// server answers again it succeeds without waiting for the hung ones.
+func TestBackgroundConnectsLeaveRoomForCallers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var blackhole atomic.Bool
+		blackhole.Store(true)
+		f := &fakeMgr{connect: func(ctx context.Context) error {
+			if blackhole.Load() {
+				<-ctx.Done() // SYNs dropped: the dial hangs until ConnectTimeout
+				return ctx.Err()
+			}
+			return nil
+		}}
+		p := newPool(t, f, pool.Config{MaxSize: 8, MinIdle: 8, MaxConnecting: 4, ConnectTimeout: 10 * time.Second})
+		synctest.Wait()
+		require.Equal(t, 2, p.Stats().Connecting, "the maintainer holds half the MaxConnecting slots")
+		blackhole.Store(false) // healed, with the maintainer's connects still hung
+		start := time.Now()
+		l := acquire(t, p)
+		require.Zero(t, time.Since(start), "the caller's connect did not wait behind the maintainer's")
+		l.Release()
+	})
+}

@@ -1,9 +1,6 @@
 package pool
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // reapEvery is the number of clock ticks between two reaping passes.
 const reapEvery = 4
@@ -144,17 +141,20 @@ func (p *Pool[T]) mayReap(e *entry[T], now int64, epoch uint32) bool {
 
 // topUpMinIdle starts background connects while fewer than MinIdle objects
 // are idle (within MaxSize and MaxConnecting). Objects under a health check
-// count as idle. While connects fail it probes: no connect before the
-// back-off has passed, and then one at a time, so that a dead or
-// unreachable server does not hold every MaxConnecting slot with connects
-// that callers' would have to wait behind once it is back.
+// count as idle. It never holds more than half the MaxConnecting slots
+// (at least one) with connects of its own, so that connects to a server
+// that does not answer (a network blackhole: each hangs until
+// ConnectTimeout) leave room for the connects callers ask for; and while
+// connects fail it probes: no connect before the back-off has passed, and
+// then one at a time.
 func (p *Pool[T]) topUpMinIdle() {
 	minIdle := p.minIdle()
 	if minIdle == 0 || p.state.Load()&closedBit != 0 {
 		return
 	}
 	connecting := int(p.connecting.Load())
-	need := min(minIdle-p.idleLen()-int(p.checking.Load())-connecting, p.cfg.MaxConnecting-connecting)
+	need := min(minIdle-p.idleLen()-int(p.checking.Load())-connecting, p.cfg.MaxConnecting-connecting,
+		max(p.cfg.MaxConnecting/2, 1)-int(p.bgDials.Load()))
 	if p.failures.Load() > 0 {
 		if p.backingOff() || connecting > 0 {
 			return
@@ -162,7 +162,7 @@ func (p *Pool[T]) topUpMinIdle() {
 		need = min(need, 1)
 	}
 	for ; need > 0 && p.reserve(); need-- {
-		p.startDial(context.Background(), nil)
+		p.startBackgroundDial()
 	}
 }
 

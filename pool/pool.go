@@ -96,6 +96,8 @@ type Pool[T any] struct {
 	// starts before retryAt (ns on the clock's scale).
 	failures atomic.Int64
 	retryAt  atomic.Int64
+	// bgDials counts the maintainer's connects in flight (topUpMinIdle).
+	bgDials atomic.Int64
 
 	// skew is added to the clock's readings; only tests change it (to make
 	// time pass without waiting).

@@ -46,7 +46,8 @@ func TestWarmDoesNotCountConnectsInFlight(t *testing.T) {
 			time.Sleep(time.Second)
 			return errors.New("connection refused")
 		}}
-		p := newPool(t, f, pool.Config{MaxSize: 3, MinIdle: 3})
+		// MaxConnecting 6: the maintainer may hold 3 connects (half of it).
+		p := newPool(t, f, pool.Config{MaxSize: 3, MinIdle: 3, MaxConnecting: 6})
 		synctest.Wait()
 		require.Equal(t, 3, p.Stats().Connecting, "the maintainer's connects hold every slot")
 		err := p.Warm(context.Background())
