@@ -1,6 +1,7 @@
 package bytepool
 
 import (
+	"runtime"
 	"unsafe"
 
 	"github.com/poolkit/poolkit/internal/shard"
@@ -105,6 +106,14 @@ func (p *Pool) reclaim(keep int, want int64) {
 	}
 }
 
+// maxPending is the most replaced tier sets a class keeps waiting for GC
+// ticks (see resize): one more, and they are released at once, after a
+// stop-the-world (settleReplaced). It bounds what the pool holds beyond
+// what Stats counts as retained whatever the GC does: with GOGC=off no tick
+// ever comes, and two classes taking the budget from each other in turn
+// would otherwise pile replaced sets up without end.
+const maxPending = 2
+
 // resize replaces class i's per-P tiers by ones of the given depth and
 // spill (none if depth is 0), and moves into them what the old ones hold
 // that the calling goroutine can reach: its P's stack and every spill
@@ -113,17 +122,28 @@ func (p *Pool) reclaim(keep int, want int64) {
 // What stays in the old tiers (the other Ps' stacks, which only their
 // owners can pop) waits in cl.replaced until no goroutine can still be
 // using them: every Get and Put loads a class's tiers while pinned to its P
-// (Get, Put, class.push, class.pop), and a GC cycle that starts after the
-// switch stops the world, which waits for every pinned section to end. Two
+// (Get, Put, class.push, class.pop), and a stop-the-world that starts after
+// the switch waits for every pinned section to end. A GC cycle is one: two
 // ticks after the switch (the second cycle surely started after it),
-// retireReplaced drains them once more and retires them, and their last
-// buffers are released by the cleanup after the next cycle. Retiring them
-// at once instead would let a Put that loaded them just before the switch
-// file a buffer in the fresh table Retire leaves, where nothing would ever
-// release it. Called with trimMu held, unpinned.
+// retireReplaced releases them. A class with more than maxPending sets
+// waiting does not wait for the GC: settleReplaced stops the world itself.
+// Releasing them at once instead would miss a Put that loaded them just
+// before the switch and files its buffer after the release. Called with
+// trimMu held, unpinned.
 func (p *Pool) resize(i, depth, spill int) {
+	p.classes[i].resizes++
+	p.replaceTiers(i, depth, spill, true)
+	if cl := &p.classes[i]; len(cl.replaced) > maxPending {
+		waitPinned()
+		p.settleReplaced(cl, false)
+	}
+}
+
+// replaceTiers is resize without the count and the bound: Trim uses it to
+// take a class's stacks out of use, keeping its room. With move false the
+// old tiers keep everything, for the caller to release (Trim).
+func (p *Pool) replaceTiers(i, depth, spill int, move bool) {
 	cl := &p.classes[i]
-	cl.resizes++
 	old := cl.local.Load()
 	var l *shard.Local[unsafe.Pointer]
 	var reserved int64
@@ -150,7 +170,9 @@ func (p *Pool) resize(i, depth, spill int) {
 	}
 	r := replaced{l: old, tick: p.ticks.Load()}
 	r.hits, r.steals = cl.drainedHits.Swap(0), cl.drainedSteals.Swap(0)
-	p.move(cl, &r, l)
+	if move {
+		p.move(cl, &r, l)
+	}
 	cl.replaced = append(cl.replaced, r)
 }
 
@@ -189,28 +211,69 @@ func (p *Pool) move(cl *class, r *replaced, to *shard.Local[unsafe.Pointer]) {
 	}
 }
 
-// retireReplaced retires the class's replaced tiers that no goroutine can
-// still be using (see resize): it drains what it can reach into the current
-// tiers, retires the rest, and adds the Gets they served to the class's
-// past. With all set, it drains every replaced set and retires none (Trim).
-// Called with trimMu held.
-func (p *Pool) retireReplaced(cl *class, all bool) {
+// retireReplaced releases, at a GC tick, the class's replaced tiers that no
+// goroutine can still be using (see resize): two ticks old, a GC cycle's
+// stop-the-world has come between. From the others it drains what the
+// calling goroutine can reach into the current tiers. Called with trimMu
+// held.
+func (p *Pool) retireReplaced(cl *class) {
 	keep := cl.replaced[:0]
 	for _, r := range cl.replaced {
-		p.move(cl, &r, cl.local.Load())
-		if all || p.ticks.Load() < r.tick+2 {
+		if p.ticks.Load() < r.tick+2 {
+			p.move(cl, &r, cl.local.Load())
 			keep = append(keep, r)
 			continue
 		}
-		if r.l.Len() > 0 {
-			r.l.Retire()
-		}
-		s := r.l.Stats()
-		cl.pastHits.Add(s.Hits - min(s.Hits, r.hits))
-		cl.pastSteals.Add(s.Steals - min(s.Steals, r.steals))
+		p.release(cl, r, cl.local.Load())
 	}
 	clear(cl.replaced[len(keep):])
 	cl.replaced = keep
+}
+
+// settleReplaced releases every replaced tier set of the class, which no
+// goroutine can be using any more: the caller has just stopped the world
+// (waitPinned). Their buffers go to the current tiers, else the exchange,
+// else back to the allocator; with drop set (Trim), straight back to the
+// allocator. Called with trimMu held.
+func (p *Pool) settleReplaced(cl *class, drop bool) {
+	to := cl.local.Load()
+	if drop {
+		to = nil
+	}
+	for _, r := range cl.replaced {
+		p.release(cl, r, to)
+	}
+	clear(cl.replaced)
+	cl.replaced = cl.replaced[:0]
+}
+
+// release empties r, a replaced tier set no goroutine can be using any more,
+// into to (nil: nowhere), else the exchange (unless to is nil), else the
+// allocator, and adds the Gets it served to the class's past. Every P's
+// stack and spill is reachable now (shard.Local.DrainAll).
+func (p *Pool) release(cl *class, r replaced, to *shard.Local[unsafe.Pointer]) {
+	r.l.DrainAll(func(ptr unsafe.Pointer) {
+		switch {
+		case to != nil && to.Push(ptr):
+		case to != nil && cl.ex.Park(unsafe.Slice((*byte)(ptr), cl.size)):
+		default:
+			cl.drop(ptr)
+		}
+	})
+	s := r.l.Stats()
+	cl.pastHits.Add(s.Hits - min(s.Hits, r.hits))
+	cl.pastSteals.Add(s.Steals - min(s.Steals, r.steals))
+}
+
+// waitPinned returns once every pinned section that was running when it was
+// called has ended: runtime.ReadMemStats stops the world, and a
+// stop-the-world waits for every pinned goroutine to unpin — the property
+// of the runtime that resize relies on for GC cycles (see shard.Local.Retire).
+// A few microseconds; off the fast paths only, when replaced tiers must be
+// released without waiting for the GC.
+func waitPinned() {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
 }
 
 // push files ptr on the calling P's stack or spill of class cl, loading the

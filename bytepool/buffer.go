@@ -19,7 +19,7 @@ var errNegativeRead = errors.New("bytepool: Buffer.ReadFrom: reader returned neg
 // Buffer is a growable byte buffer whose storage comes from a Pool, read and
 // written like a bytes.Buffer: when it must grow it takes a buffer of a
 // larger class from the pool, copies what is unread, and puts the old one
-// back; Release gives the storage back.
+// back; Free gives the storage back.
 //
 // The zero Buffer is empty, ready to use, and draws from Default(). A Buffer
 // from Pool.NewBuffer is a pooled header as well: Free gives both the storage
@@ -27,13 +27,18 @@ var errNegativeRead = errors.New("bytepool: Buffer.ReadFrom: reader returned neg
 // nothing once the pools are warm, even where it is passed as an io.Writer
 // (which makes a Buffer escape to the heap).
 //
-// A Buffer is not safe for concurrent use, and must not be copied after
-// first use (the copies would share storage that Release gives back).
+// A Buffer is not safe for concurrent use, must not be copied after first
+// use (the copies would share storage that Free gives back), and must not be
+// used after Free. Built with the tag poolkit_debug, every method of a
+// Buffer used after Free panics with a "bytepool: " message (and Free does
+// not give NewBuffer headers back, so that a stale pointer to one cannot
+// reach the next holder's buffer).
 type Buffer struct {
 	_    nocopy.NoCopy
-	pool *Pool  // nil: Default()
-	buf  []byte // buf[off:] is the content; storage from pool, or nil
-	off  int    // read offset: bytes before it have been read
+	dbg  bufferState // poolkit_debug: freed; empty otherwise
+	pool *Pool       // nil: Default()
+	buf  []byte      // buf[off:] is the content; storage from pool, or nil
+	off  int         // read offset: bytes before it have been read
 	// pooled marks a header NewBuffer handed out, which Free gives back.
 	pooled bool
 }
@@ -47,6 +52,7 @@ func (p *Pool) NewBuffer(size int) *Buffer {
 		b = &Buffer{}
 	}
 	b.pool, b.pooled = p, true
+	b.dbg.reuse()
 	if size > 0 {
 		b.buf = p.Get(size)[:0]
 	}
@@ -61,15 +67,24 @@ func (b *Buffer) p() *Pool {
 }
 
 // Len returns the number of unread bytes in the buffer.
-func (b *Buffer) Len() int { return len(b.buf) - b.off }
+func (b *Buffer) Len() int {
+	b.dbg.live()
+	return len(b.buf) - b.off
+}
 
 // Cap returns the capacity of the buffer's storage.
-func (b *Buffer) Cap() int { return cap(b.buf) }
+func (b *Buffer) Cap() int {
+	b.dbg.live()
+	return cap(b.buf)
+}
 
 // Bytes returns the unread content. The slice is valid only until the next
-// read, write, Truncate, Reset or Release: writes may move the content to
+// read, write, Truncate, Reset or Free: writes may move the content to
 // another buffer and give this one back to the pool.
-func (b *Buffer) Bytes() []byte { return b.buf[b.off:] }
+func (b *Buffer) Bytes() []byte {
+	b.dbg.live()
+	return b.buf[b.off:]
+}
 
 // String returns a copy of the unread content as a string. On a nil *Buffer
 // it returns "<nil>", like bytes.Buffer.
@@ -77,11 +92,13 @@ func (b *Buffer) String() string {
 	if b == nil {
 		return "<nil>"
 	}
+	b.dbg.live()
 	return string(b.buf[b.off:])
 }
 
 // Reset empties the buffer and keeps its storage.
 func (b *Buffer) Reset() {
+	b.dbg.live()
 	b.buf = b.buf[:0]
 	b.off = 0
 }
@@ -89,6 +106,7 @@ func (b *Buffer) Reset() {
 // Truncate discards all but the first n unread bytes and keeps the storage.
 // It panics if n is negative or greater than Len.
 func (b *Buffer) Truncate(n int) {
+	b.dbg.live()
 	if n == 0 {
 		b.Reset()
 		return
@@ -99,31 +117,31 @@ func (b *Buffer) Truncate(n int) {
 	b.buf = b.buf[:b.off+n]
 }
 
-// Release empties the buffer and puts its storage back in the pool. Slices
-// returned by Bytes or Next must not be used afterwards. The Buffer itself
-// may be used again: it takes new storage on its next write.
-func (b *Buffer) Release() {
+// Free puts the buffer's storage back in the pool and, for a Buffer that
+// Pool.NewBuffer returned, the header back in that pool's cache for a later
+// NewBuffer. Neither b nor anything read from it (the slices Bytes and Next
+// returned) may be used afterwards. To empty a Buffer and keep using it,
+// call Reset.
+func (b *Buffer) Free() {
+	b.dbg.live()
 	if cap(b.buf) > 0 {
 		b.p().Put(b.buf)
 	}
 	b.buf, b.off = nil, 0
-}
-
-// Free is Release, and, for a Buffer that Pool.NewBuffer returned, gives the
-// header back to that pool for a later NewBuffer: neither b nor anything
-// read from it may be used afterwards. On any other Buffer it is Release.
-func (b *Buffer) Free() {
-	b.Release()
+	b.dbg.free()
 	if b.pooled {
 		p := b.pool
 		b.pool, b.pooled = nil, false
-		p.buffers.Put(b)
+		if recycleHeaders {
+			p.buffers.Put(b)
+		}
 	}
 }
 
 // Grow makes room for n more bytes without another growth. It panics if n is
 // negative.
 func (b *Buffer) Grow(n int) {
+	b.dbg.live()
 	if n < 0 {
 		panic("bytepool: Buffer.Grow: negative count")
 	}
@@ -178,6 +196,7 @@ func (b *Buffer) putOld(old []byte) {
 // Write appends p to the buffer. It always returns len(p), nil. p may be the
 // buffer's own content (b.Write(b.Bytes())).
 func (b *Buffer) Write(p []byte) (int, error) {
+	b.dbg.live()
 	l, old := b.grow(len(p))
 	n := copy(b.buf[l:], p)
 	b.putOld(old)
@@ -186,6 +205,7 @@ func (b *Buffer) Write(p []byte) (int, error) {
 
 // WriteString appends s to the buffer. It always returns len(s), nil.
 func (b *Buffer) WriteString(s string) (int, error) {
+	b.dbg.live()
 	l, old := b.grow(len(s))
 	n := copy(b.buf[l:], s)
 	b.putOld(old)
@@ -194,6 +214,7 @@ func (b *Buffer) WriteString(s string) (int, error) {
 
 // WriteByte appends c to the buffer. It always returns nil.
 func (b *Buffer) WriteByte(c byte) error {
+	b.dbg.live()
 	l, old := b.grow(1)
 	b.buf[l] = c
 	b.putOld(old)
@@ -202,6 +223,7 @@ func (b *Buffer) WriteByte(c byte) error {
 
 // WriteRune appends the UTF-8 encoding of r. It always returns its length, nil.
 func (b *Buffer) WriteRune(r rune) (int, error) {
+	b.dbg.live()
 	if uint32(r) < utf8.RuneSelf {
 		_ = b.WriteByte(byte(r))
 		return 1, nil
@@ -217,6 +239,7 @@ func (b *Buffer) WriteRune(r rune) (int, error) {
 // into p. It returns io.EOF if the buffer has no data to return and len(p)
 // is not 0. An emptied buffer keeps its storage.
 func (b *Buffer) Read(p []byte) (int, error) {
+	b.dbg.live()
 	if b.off == len(b.buf) {
 		b.Reset()
 		if len(p) == 0 {
@@ -232,6 +255,7 @@ func (b *Buffer) Read(p []byte) (int, error) {
 // ReadByte reads and returns the next byte, or io.EOF if the buffer is
 // empty.
 func (b *Buffer) ReadByte() (byte, error) {
+	b.dbg.live()
 	if b.off == len(b.buf) {
 		b.Reset()
 		return 0, io.EOF
@@ -243,8 +267,9 @@ func (b *Buffer) ReadByte() (byte, error) {
 
 // Next returns the next n unread bytes (all of them if there are fewer),
 // advancing the buffer as if they had been read. The slice is valid only
-// until the next read, write, Truncate, Reset or Release.
+// until the next read, write, Truncate, Reset or Free.
 func (b *Buffer) Next(n int) []byte {
+	b.dbg.live()
 	m := min(n, b.Len())
 	if m < 0 {
 		m = 0
@@ -266,6 +291,7 @@ func (b *Buffer) Next(n int) []byte {
 // full, it reads ahead into a small buffer from the pool, so that the read
 // that finds io.EOF does not grow the storage into a larger class.
 func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
+	b.dbg.live()
 	if hint := sizeHint(r); hint > 0 && hint > cap(b.buf)-len(b.buf) {
 		b.Grow(hint)
 	}
@@ -333,6 +359,7 @@ func sizeHint(r io.Reader) int {
 // without an error is reported as io.ErrShortWrite. An emptied buffer keeps
 // its storage.
 func (b *Buffer) WriteTo(w io.Writer) (int64, error) {
+	b.dbg.live()
 	if b.Len() == 0 {
 		b.Reset()
 		return 0, nil

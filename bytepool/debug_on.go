@@ -46,3 +46,21 @@ func debugForget(b []byte) {
 	delete(filed.set, k)
 	filed.mu.Unlock()
 }
+
+// recycleHeaders says whether Buffer.Free gives a NewBuffer header back to
+// its pool's cache: not in this build, so that a Buffer used after Free is
+// always caught (a recycled header would be the next holder's, live).
+const recycleHeaders = false
+
+// bufferState is a Buffer's debug state: whether it was freed.
+type bufferState struct{ freed bool }
+
+// live panics if the Buffer was freed.
+func (s *bufferState) live() {
+	if s.freed {
+		panic("bytepool: Buffer used after Free")
+	}
+}
+
+func (s *bufferState) free()  { s.freed = true }
+func (s *bufferState) reuse() { s.freed = false }

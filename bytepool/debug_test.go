@@ -69,3 +69,52 @@ func TestDebugDroppedBufferIsForgotten(t *testing.T) {
 		t.Fatalf("Drops %d, want 3", s.Drops)
 	}
 }
+
+// Built with poolkit_debug, a Buffer used after Free panics, whether it came
+// from NewBuffer (whose header Free does not recycle in this build, so that
+// a stale pointer never reaches the next holder's buffer) or was a zero
+// Buffer; a second Free panics too.
+func TestDebugBufferUsedAfterFreePanics(t *testing.T) {
+	p := newPool(t, allocator{}, bytepool.Config{})
+	uses := map[string]func(b *bytepool.Buffer){
+		"Write":       func(b *bytepool.Buffer) { _, _ = b.Write([]byte("x")) },
+		"WriteString": func(b *bytepool.Buffer) { _, _ = b.WriteString("x") },
+		"WriteByte":   func(b *bytepool.Buffer) { _ = b.WriteByte('x') },
+		"WriteRune":   func(b *bytepool.Buffer) { _, _ = b.WriteRune('é') },
+		"Read":        func(b *bytepool.Buffer) { _, _ = b.Read(make([]byte, 1)) },
+		"ReadByte":    func(b *bytepool.Buffer) { _, _ = b.ReadByte() },
+		"Bytes":       func(b *bytepool.Buffer) { _ = b.Bytes() },
+		"String":      func(b *bytepool.Buffer) { _ = b.String() },
+		"Len":         func(b *bytepool.Buffer) { _ = b.Len() },
+		"Cap":         func(b *bytepool.Buffer) { _ = b.Cap() },
+		"Next":        func(b *bytepool.Buffer) { _ = b.Next(1) },
+		"Grow":        func(b *bytepool.Buffer) { b.Grow(10) },
+		"Reset":       func(b *bytepool.Buffer) { b.Reset() },
+		"Truncate":    func(b *bytepool.Buffer) { b.Truncate(0) },
+		"ReadFrom":    func(b *bytepool.Buffer) { _, _ = b.ReadFrom(strings.NewReader("x")) },
+		"WriteTo":     func(b *bytepool.Buffer) { _, _ = b.WriteTo(&strings.Builder{}) },
+		"Free":        func(b *bytepool.Buffer) { b.Free() },
+	}
+	for name, use := range uses {
+		for _, kind := range []string{"NewBuffer", "zero"} {
+			t.Run(kind+"/"+name, func(t *testing.T) {
+				b := new(bytepool.Buffer)
+				if kind == "NewBuffer" {
+					b = p.NewBuffer(64)
+				}
+				_, _ = b.WriteString("hello")
+				b.Free()
+				defer func() {
+					if r, _ := recover().(string); r != "bytepool: Buffer used after Free" {
+						t.Fatalf("recover() = %q, want the use-after-Free panic", r)
+					}
+				}()
+				use(b)
+			})
+		}
+	}
+	// A new Buffer from the pool is not a freed one.
+	b := p.NewBuffer(8)
+	_, _ = b.WriteString("fine")
+	b.Free()
+}

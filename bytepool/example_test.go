@@ -51,8 +51,9 @@ func ExampleBuffer() {
 	b.ReadFrom(strings.NewReader("world"))
 	b.WriteByte('!')
 	fmt.Println(b.String(), b.Len())
-	b.Release() // storage goes back to the pool
+	b.Reset() // empty, keeping the storage
 	fmt.Println(b.Len())
+	b.Free() // storage goes back to the pool; b must not be used afterwards
 	// Output:
 	// hello, world! 13
 	// 0

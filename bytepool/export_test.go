@@ -47,3 +47,11 @@ func SetCycleIdleFloor(d time.Duration) func() {
 	old := cycleIdleFloor.Swap(int64(d))
 	return func() { cycleIdleFloor.Store(old) }
 }
+
+// MaxPending is how many replaced per-P tier sets a class keeps waiting for
+// GC ticks before it releases them at once.
+const MaxPending = maxPending
+
+// RecycleHeaders says whether Buffer.Free gives NewBuffer headers back (not
+// in the poolkit_debug build).
+const RecycleHeaders = recycleHeaders

@@ -177,10 +177,6 @@ type trimState struct {
 	localSeen, exSeen uint64    // hit counts at the previous tick
 	localIdle, exIdle int       // consecutive ticks without a hit
 	localUsed, exUsed time.Time // last tick that saw a hit
-	// retired says that drainLocal retired the class's stacks, at tick
-	// retiredTick (see drainLocal).
-	retired     bool
-	retiredTick uint64
 }
 
 // New returns a [Pool] configured by cfg. It returns an error wrapping
@@ -517,30 +513,25 @@ func release(a Allocator, b []byte) {
 	}
 }
 
-// Trim releases the buffers the pool retains. Before it returns, it gives
-// back to their allocator every buffer in the exchanges and in the per-P
-// tiers the calling goroutine can reach: the stack of the P it runs on and
-// every P's spill. The other Ps' stacks (at most Depth buffers per class and
-// P), which only their owners touch, it retires: they are emptied at once
-// and their buffers released by a runtime cleanup after the next GC cycle or
-// two. Retained bytes in [Stats] are zero afterwards, apart from Puts that run
-// concurrently, and from one case: while the stacks a previous Trim retired
-// in a class still wait for their cycle, Trim leaves that class's other
-// stacks in place, so that retired stacks never pile up. Trim keeps each
-// class's room; idle trimming gives it back.
+// Trim releases the buffers the pool retains, before it returns, whatever
+// the allocator and the GC setting: every buffer in the exchanges and in the
+// per-P tiers, those of other Ps included. The tiers the calling goroutine
+// can reach (the stack of the P it runs on, and every spill) it empties at
+// once; a class whose other Ps' stacks still hold buffers gets fresh tiers
+// of the same room, and the old ones are released once every Get and Put
+// that could still be using them has ended: Trim stops the world for that
+// (runtime.ReadMemStats; a few microseconds), at most once per call.
+// Retained bytes in [Stats] are zero afterwards, and the allocator holds
+// nothing for the pool, apart from Gets and Puts that run concurrently.
+// Trim keeps each class's room; idle trimming gives it back.
 //
 // So the memory a pool holds beyond what Stats counts as retained, whatever
-// the allocator and GC setting, is at most, per class: one set of other Ps'
-// stacks that Trim retired (Depth × GOMAXPROCS buffers), until the GC cycle
-// after; and, for each time the budget resized the class in the last two
-// GC cycles, the other Ps' stacks of the tiers it replaced (Depth ×
-// GOMAXPROCS each), which cannot be released before no goroutine can still
-// be using them (see resize). A class resizes at most log2(Depth) +
-// log2(Spill/Depth) + 2 times as it grows (14 with the defaults) and shrinks
-// only at GC cycles: with GOGC=off, no cycle runs, those sets are never
-// released, and the bound is that many sets per class; Trim still releases
-// everything else. A GOMAXPROCS increase adds, until the next cycle, the
-// per-P tiers of the old count (see Pool).
+// the allocator and GC setting, is at most, per class, maxPending (2) sets
+// of other Ps' stacks of the tiers the budget replaced (Depth ×
+// (GOMAXPROCS − 1) buffers each), waiting for two GC cycles or a third
+// replacement, which releases them at once (see resize). A GOMAXPROCS
+// increase adds, until the next cycle, the per-P tiers of the old count (see
+// Pool).
 func (p *Pool) Trim() {
 	if p.maxSize == 0 {
 		if q := p.zero.Load(); q != nil {
@@ -550,19 +541,26 @@ func (p *Pool) Trim() {
 	}
 	p.trimMu.Lock()
 	defer p.trimMu.Unlock()
+	pending := false
 	for i := range p.classes {
-		p.retireReplaced(&p.classes[i], true)
 		p.drainLocal(i)
 		p.drainExchange(i)
+		pending = pending || len(p.classes[i].replaced) > 0
+	}
+	if pending {
+		waitPinned()
+		for i := range p.classes {
+			p.settleReplaced(&p.classes[i], true)
+		}
 	}
 }
 
-// drainLocal releases what class i's per-P tiers hold (see Trim): what the
-// calling goroutine can pop, at once; the other Ps' stacks by retiring them,
-// unless a set retired earlier still awaits its cleanup. Called with trimMu
-// held.
+// drainLocal releases what class i's per-P tiers hold that the calling
+// goroutine can pop, at once; if other Ps' stacks still hold buffers, it
+// gives the class fresh tiers of the same room and queues the old ones with
+// the replaced sets, for Trim to release. Called with trimMu held.
 func (p *Pool) drainLocal(i int) {
-	cl, st := &p.classes[i], &p.trim[i]
+	cl := &p.classes[i]
 	l := cl.local.Load()
 	if l == nil {
 		return
@@ -578,18 +576,9 @@ func (p *Pool) drainLocal(i int) {
 		cl.drop(ptr)
 	}
 	cl.countDrains(l, before, drained)
-	if l.Len() == 0 {
-		return
+	if l.Len() > 0 {
+		p.replaceTiers(i, cl.depth, cl.spill, false)
 	}
-	// Another P's stack holds buffers: retire them, unless a set retired
-	// earlier may still await its cycle. The cleanup that releases a set is
-	// queued by the cycle after its Retire: two ticks (two cycles) after
-	// it, that has happened.
-	if st.retired && p.ticks.Load() < st.retiredTick+2 {
-		return
-	}
-	l.Retire()
-	st.retired, st.retiredTick = true, p.ticks.Load()
 }
 
 // countDrains notes that drained of l's pops since its counts were before
@@ -642,33 +631,18 @@ type releaseArg struct {
 }
 
 // releaseAll runs from a runtime cleanup once a Pool is unreachable: it gives
-// back everything the pool retained. No goroutine can use the pool any more,
-// but only the owner of a stack can pop it: the spills and the stack of the
-// cleanup's P are drained here, the rest retired.
+// back everything the pool retained. No goroutine can use the pool any more
+// (an operation in progress would keep it reachable), so every P's stack and
+// spill is drained here (shard.Local.DrainAll).
 func releaseAll(a releaseArg) {
 	for i := range a.classes {
 		cl := &a.classes[i]
 		if l := cl.local.Load(); l != nil {
-			releaseLocal(cl, l)
+			l.DrainAll(cl.drop)
 		}
 		for _, r := range cl.replaced {
-			releaseLocal(cl, r.l)
+			r.l.DrainAll(cl.drop)
 		}
 		drain(cl, a.alloc)
-	}
-}
-
-// releaseLocal releases what l holds for releaseAll: what the cleanup's P
-// can pop at once, the rest through a Retire.
-func releaseLocal(cl *class, l *shard.Local[unsafe.Pointer]) {
-	for {
-		ptr, ok := l.Pop()
-		if !ok {
-			break
-		}
-		cl.drop(ptr)
-	}
-	if l.Len() > 0 {
-		l.Retire()
 	}
 }

@@ -40,9 +40,9 @@ type Stats struct {
 	Drops uint64
 	// Released are buffers let go from the pool's tiers: by Trim, by idle
 	// trimming, when a GOMAXPROCS increase replaced the per-P tiers, and by
-	// the cleanup of a collected pool. Buffers of retired per-P tiers are
-	// counted when the runtime cleanup that releases them has run, which may
-	// be after Trim returns.
+	// the cleanup of a collected pool; the other Ps' stacks of replaced
+	// per-P tiers as they are released (two GC ticks after the replacement,
+	// at a class's third pending replacement, or by Trim).
 	Released uint64
 	// Retained is the number of bytes kept for reuse (the sum over Classes).
 	Retained int64
@@ -81,9 +81,9 @@ type ClassStats struct {
 	// Buffers is the number of buffers kept for reuse, and Retained the
 	// bytes they hold (Buffers × Size). The per-P part is the sum of each
 	// stack's and spill's count, read without stopping its owner:
-	// approximate while Puts and Gets run (see shard.Local.Len). Tiers
-	// discarded by Trim are not counted: they are garbage awaiting the
-	// collector.
+	// approximate while Puts and Gets run (see shard.Local.Len). Replaced
+	// tiers waiting to be released are not counted (see Pool.Trim for their
+	// bound).
 	Buffers  int
 	Retained int64
 }

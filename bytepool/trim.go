@@ -72,7 +72,7 @@ func (p *Pool) gcTick(now time.Time) {
 	defer p.trimMu.Unlock()
 	for i := range p.classes {
 		cl, st := &p.classes[i], &p.trim[i]
-		p.retireReplaced(cl, false)
+		p.retireReplaced(cl)
 		// A steal is use of the per-P tiers as much as a hit is.
 		ls := cl.localStats()
 		if used := ls.Hits + ls.Steals; used != st.localSeen {

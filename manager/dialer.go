@@ -27,9 +27,16 @@ func (e *brokenError) Unwrap() error { return ErrBroken }
 var errNilConn = fmt.Errorf("%w: nil connection", ErrNotReusable)
 
 // Dialer is a [Manager] for stream sockets: TCP ("tcp", "tcp4", "tcp6") and
-// Unix ("unix"). Connect dials with a [net.Dialer], Recycle checks without
-// blocking that the connection is still open and has nothing unread, and
-// Close closes it.
+// Unix ("unix"). Connect dials with a [net.Dialer], Recycle clears the
+// connection's deadlines and checks without blocking that it is still open
+// and has nothing unread, and Close closes it.
+//
+// A connection to a peer that vanished without closing it (a network
+// partition, a host that went down) shows nothing to Recycle: a client with
+// no deadline of its own then waits on it for as long as the operating
+// system retransmits (minutes). KeepAliveConfig and UserTimeout make such a
+// connection fail by itself: keep-alive probes that go unanswered, or data
+// left unacknowledged for UserTimeout, end it with an error (ETIMEDOUT).
 //
 // The zero Timeout and KeepAlive mean net.Dialer's defaults. The fields are
 // read, never written, by the methods; a Dialer is safe for concurrent use
@@ -50,6 +57,20 @@ type Dialer struct {
 	// means Go's default (enabled), negative disables keep-alives. Ignored
 	// for Unix sockets.
 	KeepAlive time.Duration
+	// KeepAliveConfig, when its Enable is set, sets the TCP keep-alive
+	// probes in full (net.Dialer.KeepAliveConfig): the idle time before the
+	// first probe, the interval between probes, and how many may go
+	// unanswered before the connection fails; zero fields mean Go's
+	// defaults (15 s, 15 s, 9), negative ones the system's. It takes
+	// precedence over KeepAlive. Ignored for Unix sockets.
+	KeepAliveConfig net.KeepAliveConfig
+	// UserTimeout sets TCP_USER_TIMEOUT: how long data sent may stay
+	// unacknowledged (or keep-alive probes unanswered) before the
+	// connection is closed with ETIMEDOUT. Zero leaves the system's
+	// behaviour (retransmissions for about 15 minutes); negative is
+	// invalid. Linux only: elsewhere it is ignored. Ignored for Unix
+	// sockets.
+	UserTimeout time.Duration
 }
 
 var _ Manager[net.Conn] = Dialer{}
@@ -69,6 +90,9 @@ func (d Dialer) validate() error {
 	if d.Timeout < 0 {
 		return fmt.Errorf("manager: Dialer.Timeout %v is negative", d.Timeout)
 	}
+	if d.UserTimeout < 0 {
+		return fmt.Errorf("manager: Dialer.UserTimeout %v is negative", d.UserTimeout)
+	}
 	return nil
 }
 
@@ -84,7 +108,10 @@ func (d Dialer) Connect(ctx context.Context) (net.Conn, error) {
 	if err := d.validate(); err != nil {
 		return nil, err
 	}
-	nd := net.Dialer{Timeout: d.Timeout, KeepAlive: d.KeepAlive}
+	nd := net.Dialer{Timeout: d.Timeout, KeepAlive: d.KeepAlive, KeepAliveConfig: d.KeepAliveConfig}
+	if d.UserTimeout > 0 {
+		nd.Control = userTimeout(d.UserTimeout)
+	}
 	conn, err := nd.DialContext(ctx, d.Network, d.Address)
 	if err != nil {
 		// Which of the socket's write deadline and the context's timer
@@ -99,8 +126,12 @@ func (d Dialer) Connect(ctx context.Context) (net.Conn, error) {
 }
 
 // Recycle reports whether conn can be handed out again, without blocking and
-// without consuming anything: on Unix it peeks at one byte of the socket with
-// MSG_PEEK|MSG_DONTWAIT. A connection with nothing to read is reusable (nil).
+// without consuming anything. It first clears conn's read and write
+// deadlines (SetDeadline with the zero time), so that a healthy connection
+// whose last user left a deadline behind, now past, is reusable and its next
+// user starts without one; then, on Unix, it peeks at one byte of the socket
+// with MSG_PEEK|MSG_DONTWAIT. A connection with nothing to read is reusable
+// (nil).
 // One the peer has closed returns an error matching [ErrNotReusable] and
 // io.EOF; one with unread bytes (a reply nobody read: the protocol is out of
 // step) or a socket error (reset by the peer, closed locally) returns an
@@ -119,6 +150,11 @@ func (d Dialer) Connect(ctx context.Context) (net.Conn, error) {
 func (Dialer) Recycle(ctx context.Context, conn net.Conn, m Metrics) error {
 	if conn == nil {
 		return errNilConn
+	}
+	// A past deadline would make the peek (and the next user's I/O) fail
+	// with os.ErrDeadlineExceeded on a healthy connection.
+	if err := conn.SetDeadline(time.Time{}); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotReusable, err)
 	}
 	return peek(conn)
 }

@@ -24,6 +24,7 @@ func TestDialerConnectValidatesFieldsNamingTheBadOne(t *testing.T) {
 		{"Datagram", manager.Dialer{Network: "udp", Address: "127.0.0.1:1"}, `Dialer.Network "udp"`},
 		{"NoAddress", manager.Dialer{Network: "tcp"}, "Dialer.Address is empty"},
 		{"NegativeTimeout", manager.Dialer{Network: "tcp", Address: "127.0.0.1:1", Timeout: -time.Second}, "Dialer.Timeout -1s is negative"},
+		{"NegativeUserTimeout", manager.Dialer{Network: "tcp", Address: "127.0.0.1:1", UserTimeout: -time.Second}, "Dialer.UserTimeout -1s is negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conn, err := tc.d.Connect(context.Background())

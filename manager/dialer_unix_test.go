@@ -192,3 +192,24 @@ func recycleUntilError(t *testing.T, d manager.Dialer, conn net.Conn) error {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A healthy connection whose last user left a read or write deadline that
+// has passed is reusable: Recycle clears the deadlines before it peeks, and
+// the next user starts without one.
+func TestDialerRecycleClearsADeadlineThatHasPassed(t *testing.T) {
+	forEachNetwork(t, func(t *testing.T, s *testServer) {
+		for _, set := range []func(net.Conn, time.Time) error{net.Conn.SetReadDeadline, net.Conn.SetWriteDeadline, net.Conn.SetDeadline} {
+			d := s.dialer()
+			client, server := connect(t, s, d)
+			require.NoError(t, set(client, time.Now().Add(-time.Second)))
+			require.NoError(t, d.Recycle(context.Background(), client, manager.Metrics{Uses: 1}), "a past deadline is not a dead connection")
+			_, err := server.Write([]byte("x"))
+			require.NoError(t, err)
+			buf := make([]byte, 1)
+			_, err = io.ReadFull(client, buf) // no deadline left
+			require.NoError(t, err)
+			_, err = client.Write([]byte("y"))
+			require.NoError(t, err)
+		}
+	})
+}

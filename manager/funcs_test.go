@@ -76,3 +76,13 @@ func TestFuncsPointerAlsoImplementsManager(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 7, obj)
 }
+
+// Funcs without a RecycleFunc says it has no check (RecycleSkipper), so a
+// pool skips the call; with one, it does not.
+func TestFuncsWithoutRecycleFuncSkipsRecycle(t *testing.T) {
+	var m manager.Manager[int] = manager.Funcs[int]{}
+	s, ok := m.(manager.RecycleSkipper)
+	require.True(t, ok)
+	require.True(t, s.SkipRecycle())
+	require.False(t, manager.Funcs[int]{RecycleFunc: func(context.Context, int, manager.Metrics) error { return nil }}.SkipRecycle())
+}

@@ -5,12 +5,14 @@
 //
 //   - Funcs builds a Manager from up to three functions, for objects that
 //     need no type of their own; the missing ones default to "always
-//     reusable" and "nothing to close".
+//     reusable" (and the pool then skips the check: see RecycleSkipper) and
+//     "nothing to close".
 //   - Dialer is a Manager[net.Conn] for TCP and Unix stream sockets: it dials
-//     with a net.Dialer (timeout, keep-alive, the context's deadline), checks
-//     before each reuse, without blocking or consuming anything, that the
-//     connection is open and has nothing unread (Recycle returns an error
-//     matching ErrNotReusable otherwise), and closes it.
+//     with a net.Dialer (timeout, keep-alive probes, TCP_USER_TIMEOUT on
+//     Linux, the context's deadline), clears the deadlines a user left and
+//     checks before each reuse, without blocking or consuming anything, that
+//     the connection is open and has nothing unread (Recycle returns an
+//     error matching ErrNotReusable otherwise), and closes it.
 //
 // Every [Manager], these included, must be safe for concurrent use: a pool
 // calls it from several goroutines at once, though never for the same
@@ -30,7 +32,9 @@ import (
 type Manager[T any] interface {
 	// Connect makes a new object. ctx bounds the attempt (the pool's connect
 	// timeout, and the pool's own lifetime); it is not the acquirer's context,
-	// so a connect outlives an acquirer that gave up.
+	// so a connect outlives an acquirer that gave up. It runs on a goroutine
+	// of the pool's: a Connect that panics fails, and the panic reaches the
+	// acquirer as an error.
 	Connect(ctx context.Context) (T, error)
 	// Recycle checks a used object before it is handed out again, under the
 	// acquirer's context. An error closes the object — unless ctx has ended
@@ -41,7 +45,7 @@ type Manager[T any] interface {
 	// the object and frees its slot first.
 	Recycle(ctx context.Context, obj T, m Metrics) error
 	// Close destroys the object. The pool calls it on a goroutine of its own,
-	// never on the caller's.
+	// never on the caller's; a Close that panics counts as one that failed.
 	Close(obj T) error
 }
 
@@ -62,6 +66,17 @@ var ErrBroken = errors.New("manager: object broken")
 // Release.
 type ReleaseChecker[T any] interface {
 	CheckRelease(obj T) error
+}
+
+// RecycleSkipper may be implemented by a Manager whose Recycle does nothing
+// and always returns nil, to say so: when SkipRecycle reports true, a pool
+// hands used objects out without calling Recycle, and pays nothing for a
+// check it does not need (the call, and the guard against its panic).
+// poolkit's pool asks once, when it is made. Funcs implements it, reporting
+// true when RecycleFunc is nil. It sits beside Manager as
+// driver.SessionResetter sits beside driver.Conn.
+type RecycleSkipper interface {
+	SkipRecycle() bool
 }
 
 // Metrics describes an object's use so far, for Recycle.

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"time"
 
 	"github.com/poolkit/poolkit/internal/shard"
 )
@@ -10,7 +11,8 @@ import (
 // new one if the pool is below [Config.MaxSize], else one released to it
 // while it waits, in FIFO order behind earlier waiters. Every object handed
 // out passes the expiry checks and, if it was used before,
-// [manager.Manager.Recycle] under ctx.
+// [manager.Manager.Recycle] under ctx (unless the manager has none: see
+// [manager.RecycleSkipper]).
 //
 // An Acquire whose ctx has already ended returns its error and hands out
 // nothing; so does one whose ctx ends while it waits or connects, even if an
@@ -22,8 +24,9 @@ import (
 // end it with an error matching [ErrTimeout] and
 // [context.DeadlineExceeded]; a cancellation, [context.Canceled]; both keep
 // [context.Cause]. A connect error is returned wrapped (a connect that ran
-// past [Config.ConnectTimeout] matches [ErrTimeout]). After [Pool.Close],
-// Acquire returns [ErrClosed], and only that. A nil ctx panics.
+// past [Config.ConnectTimeout] matches [ErrTimeout]); with AcquireTimeout
+// set, only once retries have failed until the deadline. After
+// [Pool.Close], Acquire returns [ErrClosed], and only that. A nil ctx panics.
 func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 	// The search, in order: this P's stack of hints (the fast path below),
 	// then the exchange, then a scan of every live object, which reaches
@@ -35,7 +38,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 		panic("pool: Acquire: nil Context")
 	}
 	if ctx.Err() != nil {
-		return Lease[T]{}, p.ctxFail(ctx)
+		return p.acquireEnded(ctx, true)
 	}
 	if p.state.Load()&(closedBit|acqHookBit|waiterMask) == 0 {
 		// Local.Pop's steps, inlined: the only calls are the runtime's pin
@@ -46,26 +49,20 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 		shard.Exit()
 		if ok {
 			if gen, ok := claim(e); ok {
-				// check, by hand: no call of its own, and the guard's defer
-				// is Acquire's (see check).
-				r := p.expired(e)
+				// check, by hand: no call for an object that needs no
+				// Recycle (see check and recycle).
+				r := p.onHand(e)
 				if r == 0 {
-					if e.m.Uses == 0 {
+					if e.m.Uses == 0 || !p.recycles {
 						e.m.Uses++
 						return Lease[T]{e, gen}, nil
 					}
-					armed := true
-					defer e.closeIfPanicked(&armed, reasonRecycle)
-					err := p.mgr.Recycle(ctx, e.value, e.m)
-					armed = false
-					if err == nil {
-						e.m.Uses++
+					if r = p.recycle(ctx, e); r == 0 {
 						return Lease[T]{e, gen}, nil
 					}
-					r = recycleFailed(ctx, err)
 				}
 				p.localFailed(ctx, e, r)
-				if r == checkCanceled || ctx.Err() != nil {
+				if r == checkCanceled || (r != checkAged && ctx.Err() != nil) {
 					return Lease[T]{}, p.ctxFail(ctx)
 				}
 			} else {
@@ -80,27 +77,33 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 }
 
 // localFailed handles an object claimed through a local hint that failed
-// its check r: it goes back if the caller's context ended, else it is closed.
+// its check r: it goes back if the caller's context ended, or without a hint
+// if it has aged (the slow path then picks the most recently released
+// object), else it is closed.
 func (p *Pool[T]) localFailed(ctx context.Context, e *entry[T], r int) {
 	p.counters.localMiss.Add(1)
-	if r == checkCanceled {
+	switch r {
+	case checkCanceled:
 		p.giveBack(e)
-		return
+	case checkAged:
+		p.unclaim(e)
+	default:
+		p.discard(e, r)
 	}
-	p.discard(e, r)
 }
 
 // TryAcquire is Acquire without waiting: it returns an idle object if there
 // is one and nobody is waiting, else [ErrExhausted] at once, after starting a
-// background connect if the pool is below MaxSize (and connects are not
-// backing off after failures), so that a retry soon succeeds. After Close it
+// background connect if the pool is below MaxSize, so that a retry soon
+// succeeds (also right after connects have been failing: the back-off of the
+// pool's own connects does not hold a caller's back). After Close it
 // returns [ErrClosed]; on an ended ctx, ctx's error. A nil ctx panics.
 func (p *Pool[T]) TryAcquire(ctx context.Context) (Lease[T], error) {
 	if ctx == nil {
 		panic("pool: TryAcquire: nil Context")
 	}
 	if ctx.Err() != nil {
-		return Lease[T]{}, p.ctxFail(ctx)
+		return p.acquireEnded(ctx, false)
 	}
 	if p.state.Load()&acqHookBit != 0 {
 		return p.acquireHooked(ctx, false)
@@ -109,14 +112,17 @@ func (p *Pool[T]) TryAcquire(ctx context.Context) (Lease[T], error) {
 }
 
 func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) {
-	var t acqTimer
+	var begin time.Time // AcquireTimeout counts from here (see blockTimed)
+	if wait && p.cfg.AcquireTimeout > 0 {
+		begin = time.Now()
+	}
 	s := p.state.Load()
 	if s&closedBit != 0 {
 		return Lease[T]{}, ErrClosed
 	}
 	if s&waiterMask == 0 {
 		for {
-			e, src := p.take()
+			e, src := p.take(p.maxIdle != 0)
 			if e == nil {
 				break
 			}
@@ -141,46 +147,93 @@ func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) 
 			}
 		}
 		if !wait {
-			if !p.backingOff() && p.reserve() {
+			// The caller asked: its connect starts whatever the
+			// maintainer's back-off says (see topUpMinIdle).
+			if p.reserve() {
 				p.startDial(ctx, nil)
 			}
 			return Lease[T]{}, ErrExhausted
 		}
 		if p.reserve() {
-			return p.blockTimed(ctx, &t, true)
+			return p.blockTimed(ctx, begin, true)
 		}
 	} else if !wait {
 		return Lease[T]{}, ErrExhausted
 	}
-	return p.blockTimed(ctx, &t, false)
+	return p.blockTimed(ctx, begin, false)
 }
 
 // acquireHooked is the slow path of an Acquire or TryAcquire when an
 // Observer or LeakThreshold is set (acqHookBit keeps such a pool off the
-// fast path).
+// fast path), and of one whose ctx had ended before it began, with an
+// Observer (see acquireEnded).
+//
+// Every AcquireStart has its AcquireEnd: if the Acquire panics (a Recycle
+// did), AcquireEnd is told so, with a *PanicError, before the panic goes on;
+// if AcquireEnd itself panics after a successful Acquire, the object is
+// given back before the panic reaches the caller, so that no slot is lost.
 func (p *Pool[T]) acquireHooked(ctx context.Context, wait bool) (Lease[T], error) {
 	obs := p.cfg.Observer
+	if obs == nil {
+		return p.acquireTracked(ctx, wait)
+	}
 	start := p.now()
-	if obs != nil {
-		if ctx = obs.AcquireStart(ctx); ctx == nil {
-			panic("pool: Observer.AcquireStart returned a nil Context")
+	if ctx = obs.AcquireStart(ctx); ctx == nil {
+		panic("pool: Observer.AcquireStart returned a nil Context")
+	}
+	returned := false
+	defer func() {
+		if returned {
+			return
 		}
-		if ctx.Err() != nil { // the context AcquireStart returned has ended
-			err := p.ctxFail(ctx)
-			obs.AcquireEnd(ctx, AcquireEvent{Wait: p.now() - start, Err: err})
-			return Lease[T]{}, err
+		r := recover() // nil: runtime.Goexit
+		obs.AcquireEnd(ctx, AcquireEvent{Wait: p.now() - start, Err: recovered("Recycle", r)})
+		if r != nil {
+			panic(r)
 		}
+	}()
+	l, err := p.acquireTracked(ctx, wait)
+	returned = true
+	ev := AcquireEvent{Wait: p.now() - start, Err: err}
+	if err == nil {
+		ev.Path, ev.ID = l.e.path, l.e.m.ID
+	}
+	ended := false
+	defer func() {
+		if !ended && err == nil {
+			p.put(l.e, l.gen) // AcquireEnd panicked: the caller never gets the lease
+		}
+	}()
+	obs.AcquireEnd(ctx, ev)
+	ended = true
+	return l, err
+}
+
+// acquireTracked is acquireSlow behind a check of ctx (the one AcquireStart
+// returned may have ended) and with the leak record, when LeakThreshold is
+// set: its clock starts as the lease is obtained, not as the Acquire began,
+// so that time spent waiting in line is not counted as time held.
+func (p *Pool[T]) acquireTracked(ctx context.Context, wait bool) (Lease[T], error) {
+	if ctx.Err() != nil {
+		return Lease[T]{}, p.ctxFail(ctx)
 	}
 	l, err := p.acquireSlow(ctx, wait)
 	if err == nil && p.cfg.LeakThreshold > 0 {
-		p.trackLease(ctx, l, start)
-	}
-	if obs != nil {
-		ev := AcquireEvent{Wait: p.now() - start, Err: err}
-		if err == nil {
-			ev.Path, ev.ID = l.e.path, l.e.m.ID
-		}
-		obs.AcquireEnd(ctx, ev)
+		p.trackLease(ctx, l, p.now())
 	}
 	return l, err
+}
+
+// acquireEnded is an Acquire or TryAcquire whose ctx had ended before it
+// began: it hands out nothing and returns ctx's error, after the Observer's
+// AcquireStart and AcquireEnd if there is one (a tracer sees every call, as
+// pgxpool's does). Off the fast path: a pool without an Observer pays for it
+// nothing but this call in the branch of an ended context.
+//
+//go:noinline
+func (p *Pool[T]) acquireEnded(ctx context.Context, wait bool) (Lease[T], error) {
+	if p.cfg.Observer != nil {
+		return p.acquireHooked(ctx, wait)
+	}
+	return Lease[T]{}, p.ctxFail(ctx)
 }

@@ -27,6 +27,11 @@ const (
 // context had ended: the object is not at fault and goes back to the pool.
 const checkCanceled = -1
 
+// checkAged is what onHand returns for an object idle since an earlier clock
+// tick, with MaxIdleTime set: the object goes back, and the slow path takes
+// the most recently released idle object instead (see take).
+const checkAged = -2
+
 // expired runs the expiry checks (Reset epoch, lifetime, uses) on an object
 // its caller owns, against the coarse clock. It returns 0 or the reason to
 // close it. Idle time is not among them: only the maintainer closes an
@@ -47,8 +52,32 @@ func (p *Pool[T]) expired(e *entry[T]) int {
 	return 0
 }
 
+// onHand is expired for the Acquire fast path: with MaxIdleTime set, an
+// object released before the current clock tick is also refused
+// (checkAged), so that reuse stays on the most recently released objects
+// and the others age out (see take). A pool without expiry options pays
+// nothing more than expired's test.
+func (p *Pool[T]) onHand(e *entry[T]) int {
+	if e.epoch != p.epoch.Load() {
+		return reasonReset
+	}
+	if p.expiry {
+		now := p.clock.Load().ns
+		switch {
+		case e.deadline != 0 && now >= e.deadline:
+			return reasonLifetime
+		case p.maxUses != 0 && e.m.Uses >= p.maxUses:
+			return reasonUses
+		case p.maxIdle != 0 && e.lastUsed.Load() != now:
+			return checkAged
+		}
+	}
+	return 0
+}
+
 // check decides whether an object its caller took may be handed out: the
-// expiry checks, then Recycle if it was used before. On success it counts
+// expiry checks, then Recycle if it was used before (and the manager has a
+// Recycle: see manager.RecycleSkipper). On success it counts
 // the use and returns 0; otherwise it returns checkCanceled (Recycle failed
 // and ctx has ended: the caller keeps the object and gives it back) or the
 // reason to close the object (the caller closes it).
@@ -56,19 +85,29 @@ func (p *Pool[T]) check(ctx context.Context, e *entry[T]) int {
 	if r := p.expired(e); r != 0 {
 		return r
 	}
-	if e.m.Uses != 0 {
-		// Should Recycle panic (or call runtime.Goexit), the deferred call
-		// closes the object and frees its slot before the panic goes on to
-		// the caller: a panicking manager costs one object, not a slot for
-		// good. The defer is open-coded (a flag on the stack, tested at
-		// return); its cost is in DESIGN.md.
-		armed := true
-		defer e.closeIfPanicked(&armed, reasonRecycle)
-		err := p.mgr.Recycle(ctx, e.value, e.m)
-		armed = false
-		if err != nil {
-			return recycleFailed(ctx, err)
-		}
+	if e.m.Uses != 0 && p.recycles {
+		return p.recycle(ctx, e)
+	}
+	e.m.Uses++
+	return 0
+}
+
+// recycle runs Manager.Recycle on e, which the caller took, under ctx; on
+// success it counts the use and returns 0, else what recycleFailed says.
+//
+// Should Recycle panic (or call runtime.Goexit), the deferred call closes
+// the object and frees its slot before the panic goes on to the caller: a
+// panicking manager costs one object, not a slot for good. The defer is
+// open-coded (a flag on the stack, tested at return); its cost is in
+// DESIGN.md. It is a function of its own (a defer is never inlined), so that
+// the Acquire of a pool whose manager has no Recycle has no defer to set up.
+func (p *Pool[T]) recycle(ctx context.Context, e *entry[T]) int {
+	armed := true
+	defer e.closeIfPanicked(&armed, reasonRecycle)
+	err := p.mgr.Recycle(ctx, e.value, e.m)
+	armed = false
+	if err != nil {
+		return recycleFailed(ctx, err)
 	}
 	e.m.Uses++
 	return 0

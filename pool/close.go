@@ -1,13 +1,21 @@
 package pool
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"strings"
+)
 
 // Close closes the pool: new acquires get [ErrClosed], waiters wake with
 // ErrClosed, connects in flight are cancelled, idle objects are closed, and
 // leased ones are closed when released. It returns nil once nothing is live
-// and every goroutine the pool started has exited, or ctx.Err() if ctx ends
-// first; closing goes on, and a later Close waits again. Close is
-// idempotent.
+// and every goroutine the pool started has exited. If ctx ends first it
+// returns an error that matches ctx's (errors.Is) and says what it was still
+// waiting for, such as "pool: Close: context deadline exceeded (still
+// waiting for 2 leased, 1 closing)"; closing goes on, and a later Close
+// waits again. Close is idempotent.
 func (p *Pool[T]) Close(ctx context.Context) error {
 	p.mu.Lock()
 	old := p.state.Or(closedBit)
@@ -32,8 +40,42 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 	case <-p.doneCh:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return p.closeUnfinished(ctx)
 	}
+}
+
+// closeUnfinished is Close's error when ctx ends first: ctx's error, and
+// what is left (a snapshot): objects still leased (each is closed when
+// released), connects in flight, objects in Manager.Close, and the pool's
+// other goroutines still running (a health check pass, the maintainer on
+// its way out).
+func (p *Pool[T]) closeUnfinished(ctx context.Context) error {
+	sl := p.readSlots()
+	idle := int64(p.idleLen()) + p.checking.Load()
+	leased := max(sl.live-idle-sl.connecting-sl.closing, 0)
+	var left []string
+	for _, n := range []struct {
+		n    int64
+		what string
+	}{
+		{leased, "leased"},
+		{idle, "idle"},
+		{sl.connecting, "connecting"},
+		{sl.closing, "closing"},
+		{p.goroutines.Load() - sl.connecting - sl.closing, "other goroutines"},
+	} {
+		if n.n > 0 {
+			left = append(left, strconv.FormatInt(n.n, 10)+" "+n.what)
+		}
+	}
+	if len(left) == 0 {
+		left = append(left, "its last goroutine to exit")
+	}
+	who := ""
+	if p.cfg.Name != "" {
+		who = "pool=" + p.cfg.Name + " "
+	}
+	return fmt.Errorf("pool: Close: %w (%sstill waiting for %s)", ctx.Err(), who, strings.Join(left, ", "))
 }
 
 // checkDone closes doneCh once the pool is closed, nothing is live and every
@@ -77,10 +119,34 @@ func (p *Pool[T]) closeClaimed(e *entry[T], r int) {
 // closeOne runs Manager.Close on v, closed for reason r, on a goroutine of
 // its own, and then frees its slot: until Close returns, v counts in live
 // and in closing, so that created == closed + detached + live holds whenever
-// nothing is in flight.
+// nothing is in flight. A Close that panics or calls runtime.Goexit counts
+// as a close that failed with a *PanicError; the slot is freed all the same.
 func (p *Pool[T]) closeOne(v T, r int, n *closeNote) {
 	defer p.goExit()
-	err := p.mgr.Close(v)
+	var err error = &PanicError{Op: "Close"} // replaced unless Close calls runtime.Goexit
+	defer func() { p.closedOne(r, n, err) }()
+	err = p.callClose(v)
+}
+
+// callClose is Manager.Close with its panic recovered into a *PanicError.
+func (p *Pool[T]) callClose(v T) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = recovered("Close", r)
+		}
+	}()
+	return p.mgr.Close(v)
+}
+
+// closedOne records the outcome of a Manager.Close: the error, the
+// Observer, then the slot.
+func (p *Pool[T]) closedOne(r int, n *closeNote, err error) {
+	if err != nil {
+		if pe, ok := err.(*PanicError); ok && pe.Value == nil && pe.Stack == nil {
+			pe.Stack = debug.Stack() // runtime.Goexit
+		}
+		p.counters.closeErrs.Add(1)
+	}
 	if n != nil {
 		p.observeClose(n, r, err)
 	}

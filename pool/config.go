@@ -36,13 +36,19 @@ const (
 // Config configures a [Pool]. Zero values mean the documented defaults; New
 // returns an error naming the field for any invalid value.
 type Config struct {
+	// Name names the pool in what it reports: the stock slog Observer's
+	// lines carry it (pool=Name), timeout errors name it, and the exporters
+	// (contrib/poolprom, contrib/poolotel) use it as the pool's label or
+	// attribute when it is set (Pool.Name). "": unnamed.
+	Name string
 	// MaxSize bounds live objects: idle + leased + being connected + being
 	// closed. Required, ≥ 1. It can be changed later with SetMaxSize. New
 	// does the same work whatever its value: nothing is sized by it.
 	MaxSize int
 	// MinIdle is the number of idle objects the maintainer keeps connected
-	// (within MaxSize); MaxIdleTime never closes an idle object that would
-	// take the idle count below it. 0 ≤ MinIdle ≤ MaxSize. Default 0.
+	// (within MaxSize, and capped at it after SetMaxSize lowers it);
+	// MaxIdleTime never closes an idle object that would take the idle
+	// count below it. 0 ≤ MinIdle ≤ MaxSize. Default 0.
 	MinIdle int
 	// MaxLifetime closes an object this long after it was connected, minus a
 	// jitter drawn once per object in [0, LifetimeJitter). 0: no limit.
@@ -55,22 +61,36 @@ type Config struct {
 	// The maintainer closes it, within a few ticks of the limit (the tick is
 	// an eighth of the shortest of MaxIdleTime, MaxLifetime,
 	// HealthCheckPeriod and LeakThreshold that are set, clamped to
-	// [1ms, 100ms]); an Acquire uses an idle object however long it has been idle,
-	// after Manager.Recycle. 0: no limit.
+	// [1ms, 100ms]); an Acquire uses an idle object however long it has been
+	// idle, after Manager.Recycle. With it set, reuse goes to the most
+	// recently released objects (to a clock tick), so that those a smaller
+	// load no longer needs stay idle and are closed: after N concurrent users
+	// drop to k, the pool comes down to the k objects in use, and MinIdle
+	// idle beside them at most, within MaxIdleTime plus six clock ticks (at
+	// most 600 ms; decision 0012). 0: no limit.
 	MaxIdleTime time.Duration
 	// MaxUses closes an object after it has been handed out this many times.
 	// 0: no limit.
 	MaxUses int
-	// AcquireTimeout bounds an Acquire that cannot be served at once, from
-	// the moment it first has to connect or wait to its return, across every
-	// wait, connect and retry (a waiter whose object fails its check keeps
-	// its timer); the earlier of it and the context's deadline applies.
-	// 0: only the context.
+	// AcquireTimeout bounds an Acquire that cannot be served at once by an
+	// idle object, from the start of its slow path to its return: every
+	// wait, connect and retry, and the check (Recycle) of the object handed
+	// to it or made for it; the earlier of it and the context's deadline
+	// applies. The check of an idle object found at once is bounded by
+	// CheckTimeout instead. With AcquireTimeout set, an Acquire whose
+	// connect fails tries again, after pauses of 10 ms doubling to 200 ms,
+	// until an object is released to it, a connect succeeds, or its deadline
+	// passes, and then returns the last connect error (matching the deadline
+	// too): a server down for less than the deadline fails no Acquire
+	// (decision 0010). 0: only the context, and a connect error ends the
+	// Acquire.
 	AcquireTimeout time.Duration
 	// ConnectTimeout bounds one Manager.Connect. 0: DefaultConnectTimeout.
 	ConnectTimeout time.Duration
-	// MaxConnecting bounds concurrent Manager.Connect calls. 0: the default,
-	// min(MaxSize, max(2, 2×GOMAXPROCS at New)).
+	// MaxConnecting bounds concurrent Manager.Connect calls; the
+	// maintainer's own connects (MinIdle) take at most half of them (at
+	// least one), so that callers' connects always find room. 0: the
+	// default, min(MaxSize, max(2, 2×GOMAXPROCS at New)).
 	MaxConnecting int
 	// LocalDepth is the capacity of each per-P stack, 1 ≤ LocalDepth ≤
 	// MaxSize. 0: min(DefaultLocalDepth, MaxSize).
@@ -85,17 +105,21 @@ type Config struct {
 	// and given back, or closed if the check fails (then the maintainer
 	// connects a replacement if fewer than MinIdle objects are idle). An
 	// object under check is not handed out; acquirers take other objects,
-	// connect, or wait as usual. 0: no background checks.
+	// connect, or wait as usual. A manager that skips Recycle
+	// (manager.RecycleSkipper) has nothing to check: no pass runs. 0: no
+	// background checks.
 	HealthCheckPeriod time.Duration
 	// CheckTimeout bounds each Manager.Recycle call: on the acquire path it
 	// further bounds the acquirer's context (a check cut by CheckTimeout
-	// closes the object; one cut by the acquirer's context does not), and
-	// it bounds each background health check. 0: no bound beyond the
-	// context.
+	// closes the object; one cut by the acquirer's context or AcquireTimeout
+	// does not) — and it is what bounds the check of an idle object found at
+	// once, which AcquireTimeout does not — and it bounds each background
+	// health check. 0: no bound beyond the context.
 	CheckTimeout time.Duration
-	// LeakThreshold reports, once, a lease held longer than it: through the
-	// Observer (with the stack of the Acquire that took it) and in
-	// Stats.Leaks. Setting it makes every Acquire record its caller's stack
+	// LeakThreshold reports, once, a lease held longer than it, counted from
+	// the moment the Acquire obtained it (time spent waiting in line is not
+	// time held): through the Observer (with the stack of the Acquire that
+	// took it) and in Stats.Leaks. Setting it makes every Acquire record its caller's stack
 	// (one allocation per Acquire). The maintainer looks every clock tick.
 	// 0: off.
 	LeakThreshold time.Duration

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 )
@@ -44,9 +45,22 @@ func (p *Pool[T]) startDial(cause context.Context, req *connReq[T]) {
 	go p.dial(cause, req)
 }
 
+// startBackgroundDial is startDial for a connect of the maintainer's own
+// (MinIdle), counted in bgDials until it ends (see topUpMinIdle).
+func (p *Pool[T]) startBackgroundDial() {
+	p.bgDials.Add(1)
+	p.goroutines.Add(1)
+	go func() {
+		defer p.bgDials.Add(-1)
+		p.dial(context.Background(), nil)
+	}()
+}
+
 // dial runs one Manager.Connect on its own goroutine, cancelled by Close and
 // bounded by ConnectTimeout, never by the acquirer's context: a connect
-// outlives an acquirer that gave up (pgx #1259).
+// outlives an acquirer that gave up (pgx #1259). A Connect that panics or
+// calls runtime.Goexit fails with a *PanicError: the deferred dialed runs
+// either way, so the slot is freed and the acquirer told.
 func (p *Pool[T]) dial(cause context.Context, req *connReq[T]) {
 	defer p.goExit()
 	p.counters.connects.Add(1)
@@ -55,7 +69,19 @@ func (p *Pool[T]) dial(cause context.Context, req *connReq[T]) {
 	if p.cfg.Observer != nil {
 		start = p.now()
 	}
-	v, err := p.connect(cause)
+	var v T
+	var err error = &PanicError{Op: "Connect"} // replaced unless Connect calls runtime.Goexit
+	defer func() { p.dialed(cause, req, epoch, start, v, err) }()
+	v, err = p.connect(cause)
+}
+
+// dialed records the outcome of a connect that started at start (for the
+// Observer) in the slot reserved for it, and delivers it: to the acquirer
+// that asked (req), else to the next waiter or the idle set.
+func (p *Pool[T]) dialed(cause context.Context, req *connReq[T], epoch uint32, start time.Duration, v T, err error) {
+	if pe, ok := err.(*PanicError); ok && pe.Value == nil && pe.Stack == nil {
+		pe.Stack = debug.Stack() // runtime.Goexit: the stack is still the one that called it
+	}
 	var e *entry[T]
 	if err != nil {
 		p.counters.connectErrs.Add(1)
@@ -84,6 +110,18 @@ func (p *Pool[T]) dial(cause context.Context, req *connReq[T]) {
 	}
 }
 
+// callConnect is Manager.Connect with its panic recovered into a
+// *PanicError.
+func (p *Pool[T]) callConnect(ctx context.Context) (v T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			var zero T
+			v, err = zero, recovered("Connect", r)
+		}
+	}()
+	return p.mgr.Connect(ctx)
+}
+
 // connect runs Manager.Connect when the MaxConnecting semaphore lets it,
 // under a context that carries cause's values (not its cancellation or
 // deadline), is cancelled by Close and ends after ConnectTimeout. A connect cut short by Close returns an error matching ErrClosed and nothing
@@ -102,9 +140,10 @@ func (p *Pool[T]) connect(cause context.Context) (v T, err error) {
 	}
 	ctx, cancel := p.connectContext(cause)
 	defer cancel()
-	v, err = p.mgr.Connect(ctx)
+	v, err = p.callConnect(ctx)
 	switch {
 	case err == nil:
+	case isPanic(err):
 	case p.ctx.Err() != nil:
 		err = fmt.Errorf("%w (connect cut short: %v)", ErrClosed, err)
 	case ctx.Err() == context.DeadlineExceeded:
@@ -128,13 +167,14 @@ func (e *connectTimeoutError) Unwrap() []error {
 }
 
 // connectFor connects in a slot the caller reserved and waits for the result
-// under ctx and the AcquireTimeout timer t. If the caller gives up first, the
-// connect goes on and its object serves the next waiter or goes idle; if it
-// gives up as the result arrives (or its context has ended by then), the
-// object is handed on all the same and the caller gets its error. A fresh object that fails its checks (it
-// expired during the connect: a Reset, or a short lifetime) is returned as
-// bad, with the reason to close it, for the caller to retry with.
-func (p *Pool[T]) connectFor(ctx context.Context, t *acqTimer) (l Lease[T], bad *entry[T], reason int, err error) {
+// under ctx (which AcquireTimeout bounds: see blockTimed). If the caller
+// gives up first, the connect goes on and its object serves the next waiter
+// or goes idle; if it gives up as the result arrives (or its context has
+// ended by then), the object is handed on all the same and the caller gets
+// its error. A fresh object that fails its checks (it expired during the
+// connect: a Reset, or a short lifetime) is returned as bad, with the reason
+// to close it, for the caller to retry with.
+func (p *Pool[T]) connectFor(ctx context.Context) (l Lease[T], bad *entry[T], reason int, err error) {
 	req := &connReq[T]{ch: make(chan connResult[T], 1)}
 	p.startDial(ctx, req)
 	var r connResult[T]
@@ -142,8 +182,6 @@ func (p *Pool[T]) connectFor(ctx context.Context, t *acqTimer) (l Lease[T], bad 
 	case r = <-req.ch:
 	case <-ctx.Done():
 		err = ctxError(ctx)
-	case <-p.timerC(t):
-		err = errAcquireTimeout
 	}
 	if err != nil {
 		if req.state.CompareAndSwap(0, reqAbandoned) {
@@ -175,6 +213,86 @@ func (p *Pool[T]) connectFor(ctx context.Context, t *acqTimer) (l Lease[T], bad 
 	e.path = PathConnect
 	return Lease[T]{e, e.state.Load()}, nil, 0, nil
 }
+
+// Retries of an Acquire's failed connect (connRetry): pauses doubling from
+// retryBase to retryMax.
+const (
+	retryBase = 10 * time.Millisecond
+	retryMax  = 200 * time.Millisecond
+)
+
+// retriable reports whether an Acquire whose connect failed with err (as
+// connectFor returns it) tries again: only with AcquireTimeout set — the
+// caller has said how long it will wait for an object, and ctx, bounded by
+// it, has a deadline — while ctx lasts, and not after Close or a panic (see
+// decision 0010).
+func (p *Pool[T]) retriable(ctx context.Context, err error) bool {
+	var pe *PanicError
+	return p.cfg.AcquireTimeout > 0 && ctx.Err() == nil && !errors.Is(err, ErrClosed) && !errors.As(err, &pe)
+}
+
+// connRetry is the state of an Acquire that retries its failed connects:
+// the last connect error and the pause before the next one. Zero: none
+// failed.
+type connRetry struct {
+	last  error
+	n     int  // connects failed
+	due   bool // a pause is due before the next connect
+	timer *time.Timer
+}
+
+// failed records a failed connect.
+func (r *connRetry) failed(err error) {
+	r.last = err
+	r.n++
+	r.due = true
+}
+
+// pause starts the pause due after a failure and returns its channel, or
+// nil when no connect has failed since the last pause.
+func (r *connRetry) pause() <-chan time.Time {
+	if !r.due {
+		return nil
+	}
+	r.due = false
+	d := retryMax
+	if r.n <= 5 {
+		d = min(retryBase<<(r.n-1), retryMax)
+	}
+	r.timer = time.NewTimer(d)
+	return r.timer.C
+}
+
+// stop ends the pause, if any.
+func (r *connRetry) stop() {
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+}
+
+// err is what an Acquire that ends with err returns: err itself if no
+// connect failed, else the last connect error, which err (the end of ctx)
+// is then added to.
+func (r *connRetry) err(err error) error {
+	if r.last == nil {
+		return err
+	}
+	return &retryError{last: r.last, end: err}
+}
+
+// retryError ends an Acquire whose connects failed until its context ended:
+// it matches the last connect error and the end of the context (ErrTimeout
+// and context.DeadlineExceeded at the deadline).
+type retryError struct {
+	last, end error
+}
+
+func (e *retryError) Error() string {
+	return e.last.Error() + " (retried until the acquire ended: " + e.end.Error() + ")"
+}
+
+func (e *retryError) Unwrap() []error { return []error{e.last, e.end} }
 
 // noteFailure records a failed connect and pushes back background connects.
 func (p *Pool[T]) noteFailure() {

@@ -13,11 +13,14 @@
 // the shared exchange, any other idle object (steal: a scan of every live
 // object, which finds those idle on other Ps' stacks); else it reserves a slot
 // under MaxSize and connects; else it waits in a FIFO queue. Whenever anyone
-// is waiting, a newcomer queues behind them. Every object handed out, by any
-// path, passes the expiry checks (lifetime with jitter drawn once per object,
-// idle time, uses, Reset) and, if it was used before, Manager.Recycle under
-// the acquirer's context; an object that fails is closed and the search goes
-// on.
+// is waiting, a newcomer queues behind them. With MaxIdleTime set, the
+// search prefers the objects released most recently, so that those a
+// smaller load no longer needs go idle and are closed. Every object handed
+// out, by any path, passes the expiry checks (lifetime with jitter drawn
+// once per object, uses, Reset) and, if it was used before,
+// Manager.Recycle under the acquirer's context (unless the manager has no
+// check: manager.RecycleSkipper); an object that fails is closed and the
+// search goes on.
 //
 // Release checks the object (expiry, the manager's optional [manager.ReleaseChecker]),
 // then hands it straight to the oldest waiter, else makes it idle and leaves
@@ -60,10 +63,14 @@
 // path's checks), LeakThreshold reports leases held too long with the stack
 // of their Acquire, MaxIdle caps idle objects, and an [Observer] ([NewSlogObserver],
 // or one of your own: a tracer, a metrics recorder) is told of acquires,
-// connects, closes and leaks. Warm connects MinIdle objects at start-up, or
-// returns the first connect error. [Stats] carries a histogram of the time
+// connects, closes and leaks. Warm makes max(MinIdle, 1) objects at
+// start-up, or returns the first connect error at once. With AcquireTimeout
+// set, an Acquire whose connect fails retries until its deadline, so that a
+// short outage fails no Acquire. [Stats] carries a histogram of the time
 // blocked acquires took, and timeout errors the pool's state. With none of
-// these set, the fast paths are exactly as they would be without them.
+// these set, the fast paths are exactly as they would be without them. A
+// panic in the Manager on one of the pool's own goroutines (a connect, a
+// close) is recovered and reported as a *PanicError.
 //
 // # Errors
 //
@@ -71,10 +78,11 @@
 // nothing is idle. A wait or connect ended by a deadline (the context's or
 // [Config.AcquireTimeout]) returns an error matching both [ErrTimeout] and
 // [context.DeadlineExceeded]; a cancellation matches [context.Canceled]; both
-// also match the context's cause. A connect error is returned wrapped. New
+// also match the context's cause. A connect error is returned wrapped (with
+// AcquireTimeout set, the last one, once the deadline has passed). New
 // returns errors matching [ErrInvalidConfig] that name the bad field.
 //
 // See docs/DESIGN.md in the repository for the wake-up protocol and the
-// invariants, and docs/decisions/0003, 0004, 0006 and 0008 for the
-// measured choices.
+// invariants, and docs/decisions/0003, 0004, 0006, 0008 and 0010 to 0012
+// for the measured choices.
 package pool

@@ -3,6 +3,8 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 )
 
 var (
@@ -51,9 +53,9 @@ func (e *waitError) Unwrap() []error {
 	return errs
 }
 
-// errAcquireTimeout is the error of a wait ended by Config.AcquireTimeout.
-var errAcquireTimeout = &waitError{timeout: true, err: context.DeadlineExceeded,
-	cause: errors.New("Config.AcquireTimeout elapsed")}
+// errAcquireTimeoutCause is the cause of the deadline that
+// Config.AcquireTimeout puts on a blocked Acquire's context (blockTimed).
+var errAcquireTimeoutCause = errors.New("Config.AcquireTimeout elapsed")
 
 // ctxError builds the error for a wait ended by ctx.
 func ctxError(ctx context.Context) *waitError {
@@ -63,4 +65,50 @@ func ctxError(ctx context.Context) *waitError {
 		cause = nil
 	}
 	return &waitError{timeout: errors.Is(err, context.DeadlineExceeded), err: err, cause: cause}
+}
+
+// PanicError is the error of a Manager call that panicked (or called
+// runtime.Goexit) on one of the pool's own goroutines: a connect (an
+// Acquire's, a Warm's, or a background one), or a close. The pool recovers
+// such a panic, so that user code cannot kill the process from a goroutine
+// the pool started: the connect's slot is freed and the panic counted as a
+// connect error (Stats.ConnectErrors), or the close counted as done and
+// failed (Stats.CloseErrors). The error reaches the Observer (ConnectEvent.Err,
+// CloseEvent.Err) and, for a connect, the Acquire or Warm that waited for it,
+// wrapped; errors.As finds it. It unwraps to the panic value if that is an
+// error.
+type PanicError struct {
+	Op    string // the Manager method: "Connect" or "Close" ("Recycle" in an AcquireEvent: see Observer)
+	Value any    // the value passed to panic; nil for runtime.Goexit
+	Stack []byte // the stack of the goroutine that panicked, as runtime/debug.Stack formats it
+}
+
+func (e *PanicError) Error() string {
+	what := fmt.Sprintf("panicked: %v", e.Value)
+	if e.Value == nil {
+		what = "called runtime.Goexit"
+	}
+	return fmt.Sprintf("pool: Manager.%s %s\n\n%s", e.Op, what, e.Stack)
+}
+
+// Unwrap returns the panic value if it is an error, else nil.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// recovered returns the PanicError of op for r, a value recover returned in
+// a deferred call (nil: the goroutine is exiting by runtime.Goexit).
+func recovered(op string, r any) *PanicError {
+	return &PanicError{Op: op, Value: r, Stack: debug.Stack()}
+}
+
+// dropPanic, deferred around an Observer call on one of the pool's own
+// goroutines, recovers and drops its panic (see Observer).
+func dropPanic() { _ = recover() }
+
+// isPanic reports whether err is a *PanicError (unwrapped).
+func isPanic(err error) bool {
+	_, ok := err.(*PanicError)
+	return ok
 }

@@ -27,6 +27,9 @@ import (
 // healthTick starts a pass when the period has come round and none runs.
 // Maintainer only.
 func (p *Pool[T]) healthTick() {
+	if !p.recycles {
+		return // the manager has no check to run (manager.RecycleSkipper)
+	}
 	now := p.clock.Load().ns
 	if now < p.nextHealth {
 		return
@@ -59,12 +62,12 @@ func (p *Pool[T]) healthPass(now int64) {
 			<-sem
 			return
 		}
-		if now-e.lastUsed < period {
+		if now-e.lastUsed.Load() < period {
 			p.giveBack(e)
 			<-sem
 			return
 		}
-		p.checking.Add(1)
+		p.checking.Add(1) // until healthCheck gives it back or closes it
 		wg.Go(func() {
 			defer func() { <-sem }()
 			p.healthCheck(e)
@@ -73,12 +76,16 @@ func (p *Pool[T]) healthPass(now int64) {
 	wg.Wait()
 }
 
-// healthCheck checks e, which the caller claimed, and gives it back or
-// closes it. Recycle runs under the pool's context (cancelled by Close),
-// bounded by CheckTimeout (the manager's wrapper) or else by the period.
+// healthCheck checks e, which the caller claimed and counted in checking,
+// and gives it back or closes it. Recycle runs under the pool's context
+// (cancelled by Close), bounded by CheckTimeout (the manager's wrapper) or
+// else by the period. The check is counted as it starts, so one that panics
+// is counted too; e leaves checking as it is given back or closed, so that
+// it is in one state or another throughout (Stats counts checking objects
+// as idle).
 func (p *Pool[T]) healthCheck(e *entry[T]) {
-	defer p.checking.Add(-1)
 	if r := p.expired(e); r != 0 {
+		p.checking.Add(-1)
 		p.discard(e, r)
 		return
 	}
@@ -88,18 +95,29 @@ func (p *Pool[T]) healthCheck(e *entry[T]) {
 		ctx, cancel = context.WithTimeout(ctx, p.cfg.HealthCheckPeriod)
 		defer cancel()
 	}
+	p.counters.healthChecks.Add(1)
 	// A Recycle that panics here has no caller to reach: the panic is
 	// recovered, after the guard has closed the object, and counts as a
 	// failed check.
 	defer func() { _ = recover() }()
 	armed := true
-	defer e.closeIfPanicked(&armed, reasonHealth)
+	defer e.healthPanicked(&armed)
 	err := p.mgr.Recycle(ctx, e.value, e.m)
 	armed = false
-	p.counters.healthChecks.Add(1)
+	p.checking.Add(-1)
 	if err != nil && (p.ctx.Err() == nil || errors.Is(err, manager.ErrBroken)) {
 		p.discard(e, reasonHealth)
 		return
 	}
 	p.giveBack(e) // closed by giveBack if the pool is closing
+}
+
+// healthPanicked is deferred around a health check's Recycle, with *armed
+// true until it returns: should it panic, the object leaves checking and is
+// closed (a failed check).
+func (e *entry[T]) healthPanicked(armed *bool) {
+	if *armed {
+		e.p.checking.Add(-1)
+		e.p.discard(e, reasonHealth)
+	}
 }

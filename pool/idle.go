@@ -58,14 +58,31 @@ const (
 
 // take claims an idle object, unchecked: a hint on this P's stack, a hint in
 // the exchange, else a scan of the registry.
-func (p *Pool[T]) take() (*entry[T], int) {
+//
+// With MaxIdleTime set, reuse concentrates on the most recently released
+// objects, so that those a smaller load no longer needs stay idle and age
+// out (database/sql: "reuse the lowest idle time connection so we can close
+// connections which remain idle as soon as possible"): a hint is taken only
+// if its object was released in the current clock tick, the others are
+// dropped (their objects stay idle, without a hint), and the scan claims the
+// idle object released last (claimYoungest). Without MaxIdleTime nothing
+// ages out, and the scan claims the first idle object it meets from a random
+// start, spreading concurrent scans. aging is false for the takes that serve
+// waiters (dispatch): every object is in demand then.
+func (p *Pool[T]) take(aging bool) (*entry[T], int) {
+	now := p.clock.Load().ns
 	for {
 		e, ok := p.local.Pop()
 		if !ok {
 			break
 		}
 		if _, ok := claim(e); ok {
-			return e, srcLocal
+			if !aging || e.lastUsed.Load() == now {
+				return e, srcLocal
+			}
+			p.counters.localMiss.Add(1) // a local pop that is no acquire
+			p.unclaim(e)
+			continue
 		}
 		p.counters.stale.Add(1)
 	}
@@ -76,15 +93,34 @@ func (p *Pool[T]) take() (*entry[T], int) {
 			break
 		}
 		if _, ok := claim(e); ok {
-			p.counters.xhits.Add(1)
-			return e, srcExchange
+			if !aging || e.lastUsed.Load() == now {
+				p.counters.xhits.Add(1)
+				return e, srcExchange
+			}
+			p.unclaim(e)
 		}
 	}
-	if e := p.reg.claimAny(); e != nil {
+	var e *entry[T]
+	if aging {
+		e = p.reg.claimYoungest(now)
+	} else {
+		e = p.reg.claimAny()
+	}
+	if e != nil {
 		p.counters.steals.Add(1)
 		return e, srcSteal
 	}
 	return nil, 0
+}
+
+// unclaim makes e, which the caller claimed and did not use, idle again
+// without a hint (it has aged: see take), and then looks for waiters and a
+// Close, as every publisher does (see afterPublish).
+func (p *Pool[T]) unclaim(e *entry[T]) {
+	e.state.Add(1)
+	if p.state.Load()&^(acqHookBit|relHookBit) != 0 {
+		p.afterPublish()
+	}
 }
 
 // claimIdle claims every idle object and passes it to f.
@@ -182,6 +218,37 @@ func (r *registry[T]) each(f func(*entry[T])) {
 			f(e)
 		}
 	}
+}
+
+// claimYoungest claims the idle entry released last (the greatest
+// lastUsed), stopping at the first one released in the current tick (now):
+// none is younger. If another claimer takes it first it looks again, twice,
+// then takes any idle entry. It returns nil if none is idle.
+func (r *registry[T]) claimYoungest(now int64) *entry[T] {
+	for range 3 {
+		a := r.arr.Load()
+		var best *entry[T]
+		var bestT int64
+		for i := range a.s {
+			e := a.s[i].Load()
+			if e == nil || e.state.Load()&1 != 0 {
+				continue
+			}
+			if t := e.lastUsed.Load(); best == nil || t > bestT {
+				best, bestT = e, t
+				if t >= now {
+					break
+				}
+			}
+		}
+		if best == nil {
+			return nil
+		}
+		if _, ok := claim(best); ok {
+			return best
+		}
+	}
+	return r.claimAny()
 }
 
 // claimAny claims an idle entry, scanning from a random index so that

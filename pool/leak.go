@@ -21,20 +21,20 @@ const leakDepth = 32
 type leakRec struct {
 	gen      uint64
 	id       uint64
-	since    time.Duration // p.now() when the Acquire began
+	since    time.Duration // p.now() when the Acquire obtained the lease
 	ctx      context.Context
 	pcs      [leakDepth]uintptr
 	n        int
 	reported atomic.Bool
 }
 
-// trackLease records l, just taken by an Acquire that began at start, for
-// leak detection: its caller's stack (that of the Acquire's caller) and the
-// time.
-func (p *Pool[T]) trackLease(ctx context.Context, l Lease[T], start time.Duration) {
-	r := &leakRec{gen: l.gen, id: l.e.m.ID, since: start, ctx: ctx}
-	// Skip runtime.Callers, trackLease, acquireHooked and Acquire.
-	r.n = runtime.Callers(4, r.pcs[:])
+// trackLease records l, just obtained (at since) by an Acquire, for leak
+// detection: its caller's stack (that of the Acquire's caller) and the time.
+func (p *Pool[T]) trackLease(ctx context.Context, l Lease[T], since time.Duration) {
+	r := &leakRec{gen: l.gen, id: l.e.m.ID, since: since, ctx: ctx}
+	// Skip runtime.Callers and the pool's frames: trackLease,
+	// acquireTracked, acquireHooked and Acquire (or TryAcquire).
+	r.n = runtime.Callers(5, r.pcs[:])
 	l.e.leak.Store(r)
 }
 
@@ -54,7 +54,7 @@ func (p *Pool[T]) findLeaks() {
 		}
 		p.counters.leaks.Add(1)
 		if obs := p.cfg.Observer; obs != nil {
-			obs.Leak(r.ctx, LeakEvent{ID: r.id, Held: now - r.since, Stack: r.stack()})
+			p.observeLeak(obs, r, now)
 		}
 	})
 }
@@ -77,4 +77,11 @@ func (r *leakRec) stack() string {
 			return b.String()
 		}
 	}
+}
+
+// observeLeak tells obs of the leak r, found at now. The maintainer's
+// goroutine: a panic in Leak is dropped (see Observer).
+func (p *Pool[T]) observeLeak(obs Observer, r *leakRec, now time.Duration) {
+	defer dropPanic()
+	obs.Leak(r.ctx, LeakEvent{ID: r.id, Held: now - r.since, Stack: r.stack()})
 }

@@ -1,9 +1,6 @@
 package pool
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // reapEvery is the number of clock ticks between two reaping passes.
 const reapEvery = 4
@@ -92,10 +89,24 @@ func (p *Pool[T]) needsReap() bool {
 // only by its own idle time, whatever order the exchange hands objects out
 // in, and never below MinIdle: an unused pool keeps MinIdle objects until
 // their lifetimes end. No lock is held while the Manager runs.
+//
+// An object that cannot be due — made since the last Reset, within its
+// lifetime, idle for less than MaxIdleTime, no shrink under way — is not
+// claimed at all (the fields read for that are immutable, or atomic): a
+// claimed object looks held, and an Acquire looking for the most recently
+// released idle object (claimYoungest) would take an older one instead,
+// keeping alive what should age out.
 func (p *Pool[T]) reap() {
 	idle := p.idleLen() // counts down as idle objects close
 	now := p.clock.Load().ns
-	p.claimIdle(func(e *entry[T]) {
+	epoch := p.epoch.Load()
+	p.reg.each(func(e *entry[T]) {
+		if e.state.Load()&1 != 0 || !p.mayReap(e, now, epoch) {
+			return
+		}
+		if _, ok := claim(e); !ok {
+			return
+		}
 		r := p.expired(e)
 		switch {
 		case r != 0:
@@ -103,7 +114,7 @@ func (p *Pool[T]) reap() {
 			idle--
 			p.closeClaimed(e, reasonShrink)
 			return
-		case p.maxIdle > 0 && now-e.lastUsed >= p.maxIdle+int64(p.tick) && idle > p.cfg.MinIdle:
+		case p.maxIdle > 0 && now-e.lastUsed.Load() >= p.maxIdle+int64(p.tick) && idle > p.minIdle():
 			// lastUsed is the clock's tick at the release, up to one tick
 			// before it: one tick more makes sure the object really has
 			// been idle MaxIdleTime.
@@ -118,16 +129,45 @@ func (p *Pool[T]) reap() {
 	})
 }
 
-// topUpMinIdle starts background connects while fewer than MinIdle objects are idle
-// (within MaxSize and MaxConnecting), unless connects are backing off.
-// Objects under a health check count as idle.
+// mayReap reports whether reap might close e, an object it has not claimed,
+// at now: from its immutable fields (epoch, deadline) and its atomic
+// lastUsed. (An idle object never has its uses spent: the release that
+// spent them closed it.)
+func (p *Pool[T]) mayReap(e *entry[T], now int64, epoch uint32) bool {
+	return e.epoch != epoch || p.state.Load()&shrinkingBit != 0 ||
+		(e.deadline != 0 && now >= e.deadline) ||
+		(p.maxIdle > 0 && now-e.lastUsed.Load() >= p.maxIdle+int64(p.tick))
+}
+
+// topUpMinIdle starts background connects while fewer than MinIdle objects
+// are idle (within MaxSize and MaxConnecting). Objects under a health check
+// count as idle. It never holds more than half the MaxConnecting slots
+// (at least one) with connects of its own, so that connects to a server
+// that does not answer (a network blackhole: each hangs until
+// ConnectTimeout) leave room for the connects callers ask for; and while
+// connects fail it probes: no connect before the back-off has passed, and
+// then one at a time.
 func (p *Pool[T]) topUpMinIdle() {
-	if p.cfg.MinIdle == 0 || p.backingOff() || p.state.Load()&closedBit != 0 {
+	minIdle := p.minIdle()
+	if minIdle == 0 || p.state.Load()&closedBit != 0 {
 		return
 	}
 	connecting := int(p.connecting.Load())
-	need := min(p.cfg.MinIdle-p.idleLen()-int(p.checking.Load())-connecting, p.cfg.MaxConnecting-connecting)
-	for ; need > 0 && p.reserve(); need-- {
-		p.startDial(context.Background(), nil)
+	need := min(minIdle-p.idleLen()-int(p.checking.Load())-connecting, p.cfg.MaxConnecting-connecting,
+		max(p.cfg.MaxConnecting/2, 1)-int(p.bgDials.Load()))
+	if p.failures.Load() > 0 {
+		if p.backingOff() || connecting > 0 {
+			return
+		}
+		need = min(need, 1)
 	}
+	for ; need > 0 && p.reserve(); need-- {
+		p.startBackgroundDial()
+	}
+}
+
+// minIdle is MinIdle capped at MaxSize (which SetMaxSize may have lowered
+// below it), as database/sql caps MaxIdleConns at MaxOpenConns.
+func (p *Pool[T]) minIdle() int {
+	return int(min(int64(p.cfg.MinIdle), p.maxSize.Load()))
 }

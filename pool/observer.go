@@ -20,8 +20,11 @@ import (
 //
 // An Observer costs every Acquire and Release the slow path (the hot path's
 // figures are in docs/BENCHMARKS.md); a pool without one pays nothing. Its
-// methods must not panic: a panic in AcquireEnd after a successful Acquire
-// loses the lease, and with it a slot, for good.
+// methods should not panic. A panic in ConnectEnd, Closed or Leak, which run
+// on the pool's own goroutines, is recovered and dropped, so that it cannot
+// kill the process; one in AcquireStart or AcquireEnd reaches the caller of
+// Acquire, after the pool has taken back the object it would have handed
+// out.
 //
 // Methods will be added to Observer as the pool reports new events. An
 // implementation must therefore embed [NopObserver], and override the
@@ -29,16 +32,21 @@ import (
 // ignores the new event until it overrides that method too. The stock
 // observers ([NewSlogObserver], and contrib/poolotel's) do so.
 type Observer interface {
-	// AcquireStart is called as an Acquire or TryAcquire begins. The
-	// context it returns is used for the rest of the Acquire — Recycle,
-	// a connect's values, AcquireEnd — so a tracer can start a span here
-	// and end it in AcquireEnd. It must not return nil.
+	// AcquireStart is called as an Acquire or TryAcquire begins, even one
+	// whose context has already ended (its AcquireEnd then carries the
+	// context's error). The context it returns is used for the rest of the
+	// Acquire — Recycle, a connect's values, AcquireEnd — so a tracer can
+	// start a span here and end it in AcquireEnd. It must not return nil.
 	AcquireStart(ctx context.Context) context.Context
-	// AcquireEnd is called as an Acquire or TryAcquire returns.
+	// AcquireEnd is called as an Acquire or TryAcquire returns, once for
+	// every AcquireStart: for an Acquire that panics (a Recycle did) too,
+	// with Err a *PanicError, before the panic goes on.
 	AcquireEnd(ctx context.Context, ev AcquireEvent)
-	// ConnectEnd is called as a Manager.Connect returns.
+	// ConnectEnd is called as a Manager.Connect returns (or panics: Err is
+	// then a *PanicError).
 	ConnectEnd(ctx context.Context, ev ConnectEvent)
-	// Closed is called as a Manager.Close returns.
+	// Closed is called as a Manager.Close returns (or panics: Err is then a
+	// *PanicError).
 	Closed(ctx context.Context, ev CloseEvent)
 	// Leak is called once for a lease held longer than
 	// Config.LeakThreshold, while it is still held.
@@ -150,6 +158,7 @@ func (p *Pool[T]) observeConnect(cause context.Context, start time.Duration, e *
 	if e != nil {
 		ev.ID = e.m.ID
 	}
+	defer dropPanic() // a dialer goroutine: see Observer
 	p.cfg.Observer.ConnectEnd(cause, ev)
 }
 
@@ -169,6 +178,7 @@ func (p *Pool[T]) noteClose(e *entry[T]) *closeNote {
 }
 
 func (p *Pool[T]) observeClose(n *closeNote, r int, err error) {
+	defer dropPanic() // a closer goroutine: see Observer
 	p.cfg.Observer.Closed(context.Background(), CloseEvent{Reason: CloseReason(r), ID: n.id,
 		Age: p.now() - time.Duration(n.created), Uses: n.uses, Err: err})
 }

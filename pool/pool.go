@@ -25,6 +25,7 @@ type Pool[T any] struct {
 	relCheck manager.ReleaseChecker[T] // mgr, if it implements ReleaseChecker
 	cfg      Config
 	expiry   bool  // MaxLifetime, MaxIdleTime or MaxUses is set
+	recycles bool  // mgr has a Recycle to call (it does not skip it: manager.RecycleSkipper)
 	maxIdle  int64 // cfg.MaxIdleTime in ns
 	maxUses  uint64
 	start    time.Time // monotonic origin of the clock
@@ -95,6 +96,8 @@ type Pool[T any] struct {
 	// starts before retryAt (ns on the clock's scale).
 	failures atomic.Int64
 	retryAt  atomic.Int64
+	// bgDials counts the maintainer's connects in flight (topUpMinIdle).
+	bgDials atomic.Int64
 
 	counters counters
 
@@ -159,12 +162,17 @@ type entry[T any] struct {
 	// transition adds one, by compare-and-swap from a value read, so a held
 	// state is never seen twice: a lease's generation is the state it was
 	// taken at, and any copy of an ended lease finds another value.
-	state    atomic.Uint64
-	p        *Pool[T]
-	idx      int32  // the entry's index in reg; guarded by reg.mu
-	epoch    uint32 // the pool's Reset epoch when it was made
-	value    T
-	lastUsed int64 // clock ns at the last release (coarse)
+	state atomic.Uint64
+	p     *Pool[T]
+	idx   int32  // the entry's index in reg; guarded by reg.mu
+	epoch uint32 // the pool's Reset epoch when it was made
+	value T
+	// lastUsed is the clock's ns at the last release (coarse): written by
+	// the holder, read by the holder and by the scan that looks for the
+	// most recently used idle object without claiming (claimYoungest),
+	// hence atomic (a plain load and store on amd64 and arm64's
+	// load-acquire, store-release).
+	lastUsed atomic.Int64
 	deadline int64 // clock ns past which the lifetime has ended; 0: none
 	// leak is the record of the Acquire that took the object, with
 	// LeakThreshold set (see leak.go): written by that acquirer, read by
@@ -222,7 +230,13 @@ func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 		kick:    make(chan struct{}, 1),
 		doneCh:  make(chan struct{}),
 	}
+	if o, ok := cfg.Observer.(slogObserver); ok && cfg.Name != "" {
+		o.name = cfg.Name // each pool its own copy: the Observer may be shared
+		p.cfg.Observer = o
+	}
 	p.relCheck, _ = m.(manager.ReleaseChecker[T])
+	skip, _ := m.(manager.RecycleSkipper)
+	p.recycles = skip == nil || !skip.SkipRecycle()
 	p.setHooks()
 	p.reg.init(min(cfg.MaxSize, 64))
 	p.clock.Store(&tick{at: p.start})
@@ -255,9 +269,10 @@ func (p *Pool[T]) newEntry(v T, epoch uint32) *entry[T] {
 	now := int64(d)
 	at := p.start.Add(d)
 	id := p.connected()
-	pe := &paddedEntry[T]{e: entry[T]{p: p, value: v, lastUsed: now, epoch: epoch,
+	pe := &paddedEntry[T]{e: entry[T]{p: p, value: v, epoch: epoch,
 		m: manager.Metrics{Created: at, LastUsed: at, ID: id}}}
 	e := &pe.e
+	e.lastUsed.Store(now)
 	e.state.Store(1) // held by its creator
 	if lt := p.cfg.MaxLifetime; lt > 0 {
 		if j := p.cfg.LifetimeJitter; j > 0 {
@@ -267,6 +282,15 @@ func (p *Pool[T]) newEntry(v T, epoch uint32) *entry[T] {
 	}
 	p.reg.add(e)
 	return e
+}
+
+// Name returns Config.Name ("" for a nil *Pool, so that an exporter may ask
+// before it knows whether it has a pool).
+func (p *Pool[T]) Name() string {
+	if p == nil {
+		return ""
+	}
+	return p.cfg.Name
 }
 
 // SetMaxSize changes MaxSize (n ≥ 1; it panics otherwise). Growing lets

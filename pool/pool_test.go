@@ -493,25 +493,6 @@ func testMaxConnecting(t *testing.T, mode testMode) {
 	require.Equal(t, int64(2), peak.Load(), "never more connects at once than MaxConnecting")
 }
 
-// Background connects back off while connects fail.
-func TestBackgroundConnectsBackOff(t *testing.T) { run(t, testBackgroundConnectsBackOff) }
-
-func testBackgroundConnectsBackOff(t *testing.T, mode testMode) {
-	f := &fakeMgr{connect: func(ctx context.Context) error { return errFake }}
-	p := mode.newPool(t, f, pool.Config{MaxSize: 4})
-	_, err := p.TryAcquire(context.Background())
-	require.ErrorIs(t, err, pool.ErrExhausted)
-	require.Equal(t, uint64(1), settle(t, p).ConnectErrors)
-	for range 100 { // the bubble's clock stands still: the backoff (10 ms) has not expired
-		_, err = p.TryAcquire(context.Background())
-		require.ErrorIs(t, err, pool.ErrExhausted)
-	}
-	require.Equal(t, uint64(1), p.Stats().Connects, "no connect while backing off")
-	time.Sleep(time.Second)
-	_, _ = p.TryAcquire(context.Background())
-	require.Equal(t, uint64(2), settle(t, p).ConnectErrors)
-}
-
 // TryAcquire never waits and starts a connect so that a retry succeeds.
 func TestTryAcquire(t *testing.T) { run(t, testTryAcquire) }
 

@@ -2,7 +2,6 @@ package pool_test
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"reflect"
 	"strings"
@@ -357,29 +356,6 @@ func testWarmConnectsMinIdle(t *testing.T, mode testMode) {
 	require.NoError(t, p.Warm(ctx))
 	require.GreaterOrEqual(t, p.Stats().Live, 5)
 	require.NoError(t, p.Warm(ctx), "nothing to do")
-}
-
-func TestWarmReturnsTheFirstConnectErrorWhenItsContextEnds(t *testing.T) {
-	run(t, testWarmReturnsTheFirstConnectErrorWhenItsContextEnds)
-}
-
-func testWarmReturnsTheFirstConnectErrorWhenItsContextEnds(t *testing.T, mode testMode) {
-	var n int
-	var mu sync.Mutex
-	f := &fakeMgr{connect: func(context.Context) error {
-		mu.Lock()
-		defer mu.Unlock()
-		n++
-		return errors.New("connect " + strings.Repeat("I", n))
-	}}
-	p := mode.newPool(t, f, pool.Config{MaxSize: 2, MinIdle: 2})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	err := p.Warm(ctx)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.Contains(t, err.Error(), "pool: Warm: connect: connect I")
-	_ = p.Close(context.Background())
-	require.ErrorIs(t, p.Warm(context.Background()), pool.ErrClosed)
 }
 
 func TestHealthCheckClosesDeadIdleObjectsAndReplacesThem(t *testing.T) {

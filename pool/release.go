@@ -31,7 +31,7 @@ func (l Lease[T]) Release() {
 	e := l.live()
 	p := e.p
 	due := yieldDue(l.gen)
-	if p.state.Load() != 0 || e.lastUsed != p.clock.Load().ns || p.expired(e) != 0 {
+	if p.state.Load() != 0 || e.lastUsed.Load() != p.clock.Load().ns || p.expired(e) != 0 {
 		p.put(e, l.gen)
 		if due {
 			runtime.Gosched()
@@ -115,8 +115,9 @@ func (p *Pool[T]) putHeld(e *entry[T]) {
 		p.discard(e, reasonReleaseCheck)
 		return
 	}
-	if tk := p.clock.Load(); e.lastUsed != tk.ns {
-		e.lastUsed, e.m.LastUsed = tk.ns, tk.at
+	if tk := p.clock.Load(); e.lastUsed.Load() != tk.ns {
+		e.lastUsed.Store(tk.ns)
+		e.m.LastUsed = tk.at
 	}
 	if r := p.expired(e); r != 0 {
 		p.discard(e, r)

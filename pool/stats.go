@@ -17,12 +17,16 @@ type counters struct {
 	// object was held.
 	acqOther, localMiss, stale atomic.Uint64
 	connects, connectErrs      atomic.Uint64
+	closeErrs                  atomic.Uint64
 	created, detached          atomic.Uint64
 	waits, timeouts, cancels   atomic.Uint64
 	waitNanos                  atomic.Int64
 	closed                     [nReasons]atomic.Uint64
 	waitHist                   waitHist
 	leaks, healthChecks        atomic.Uint64
+	// acquires and localHits hold the highest Acquires and LocalHits
+	// reported (see monotonic).
+	acquires, localHits monotonic
 }
 
 // Stats is a snapshot of a pool's gauges and counters. The slot counts —
@@ -34,8 +38,8 @@ type counters struct {
 type Stats struct {
 	MaxSize    int
 	Live       int // idle + leased + connecting + closing: exact at the instant it is read
-	Idle       int // approximate
-	Leased     int // Live - Idle - Connecting - Closing - those under a health check, clamped at 0
+	Idle       int // approximate; objects under a background health check count as idle
+	Leased     int // Live - Idle - Connecting - Closing, clamped at 0
 	Connecting int // slots reserved for a connect whose Manager.Connect has not returned
 	Closing    int // waiting for, or in, Manager.Close: they keep their slots until it returns
 	Waiting    int
@@ -43,7 +47,8 @@ type Stats struct {
 	Acquires      uint64 // successful Acquire and TryAcquire calls
 	HandOffs      uint64 // objects handed straight to a waiter and accepted
 	Connects      uint64 // Manager.Connect attempts
-	ConnectErrors uint64
+	ConnectErrors uint64 // failed connects, those that panicked included (see PanicError)
+	CloseErrors   uint64 // Manager.Close calls that returned an error or panicked
 	Created       uint64 // successful connects
 	Detached      uint64
 	Waits         uint64        // Acquires that queued
@@ -81,13 +86,14 @@ func (p *Pool[T]) Stats() Stats {
 	s := Stats{
 		MaxSize:       int(p.maxSize.Load()),
 		Live:          int(sl.live),
-		Idle:          p.idleLen(),
+		Idle:          p.idleLen() + int(p.checking.Load()),
 		Connecting:    int(sl.connecting),
 		Closing:       int(sl.closing),
 		Waiting:       int(p.state.Load() & waiterMask),
 		HandOffs:      c.handoffs.Load(),
 		Connects:      c.connects.Load(),
 		ConnectErrors: c.connectErrs.Load(),
+		CloseErrors:   c.closeErrs.Load(),
 		Created:       sl.created,
 		Detached:      sl.detached,
 		Waits:         c.waits.Load(),
@@ -102,17 +108,42 @@ func (p *Pool[T]) Stats() Stats {
 	s.ClosedBy = sl.closed
 	s.WaitBuckets, s.Blocked = c.waitHist.read()
 	s.BlockedTime = time.Duration(c.waitHist.sum.Load())
-	s.Leased = max(s.Live-s.Idle-s.Connecting-s.Closing-int(p.checking.Load()), 0) // objects under a health check are not leased
-	if a := int64(p.localHits()+c.acqOther.Load()+s.HandOffs) - int64(c.localMiss.Load()); a > 0 {
-		s.Acquires = uint64(a)
-	}
+	s.Leased = max(s.Live-s.Idle-s.Connecting-s.Closing, 0)
+	a := int64(p.localHits()+c.acqOther.Load()+s.HandOffs) - int64(c.localMiss.Load())
+	s.Acquires = c.acquires.rise(uint64(max(a, 0)))
 	return s
 }
 
 // localHits counts the objects claimed through a hint on their acquirer's
-// per-P stack (a popped hint whose object was held is not one).
+// per-P stack (a popped hint whose object was held is not one). It only
+// rises (see monotonic).
 func (p *Pool[T]) localHits() uint64 {
-	return uint64(max(int64(p.local.Stats().Hits)-int64(p.counters.stale.Load()), 0))
+	return p.counters.localHits.rise(uint64(max(int64(p.local.Stats().Hits)-int64(p.counters.stale.Load()), 0)))
+}
+
+// monotonic makes a derived count only rise. Acquires and LocalHits are
+// derived from the per-P stacks' pop counters, which count a pop as it
+// happens, minus the pops that did not become acquires (a stale hint, a
+// failed check, an object taken for a waiter), which are counted only once
+// known: a snapshot taken in between counts such a pop, and the next would
+// count one fewer, which a Prometheus scrape reads as a counter reset. A
+// snapshot reports the highest count reported so far instead: ahead of the
+// truth, while it lasts, by at most the pops that were undecided at that
+// highest snapshot, until real acquires overtake it.
+type monotonic struct{ v atomic.Uint64 }
+
+// rise reports the larger of n and the highest value reported before, and
+// keeps it.
+func (m *monotonic) rise(n uint64) uint64 {
+	for {
+		old := m.v.Load()
+		if n <= old {
+			return old
+		}
+		if m.v.CompareAndSwap(old, n) {
+			return n
+		}
+	}
 }
 
 // PathStats says where a pool's Acquires found their objects. It describes

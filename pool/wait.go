@@ -17,11 +17,15 @@ type hand[T any] struct {
 
 // waiter is one blocked Acquire. ch has room for exactly the one hand that a
 // dequeuer sends after taking the waiter out of the queue, so the send never
-// blocks; prev, next and queued are guarded by Pool.mu.
+// blocks; prev, next, queued and objOnly are guarded by Pool.mu.
 type waiter[T any] struct {
 	ch         chan hand[T]
 	prev, next *waiter[T]
 	queued     bool
+	// objOnly is set while the waiter backs off after a failed connect
+	// (see connRetry): it takes a released object, but no slot to connect
+	// with, until its pause is over.
+	objOnly bool
 }
 
 // waitQueue is an intrusive FIFO list of waiters, guarded by Pool.mu.
@@ -76,6 +80,19 @@ func (q *waitQueue[T]) popFront() *waiter[T] {
 	return w
 }
 
+// popSlotTaker removes and returns the oldest waiter that takes a slot (not
+// backing off after a failed connect), or nil.
+func (q *waitQueue[T]) popSlotTaker() *waiter[T] {
+	w := q.head
+	for w != nil && w.objOnly {
+		w = w.next
+	}
+	if w != nil {
+		q.remove(w)
+	}
+	return w
+}
+
 // getWaiter and putWaiter recycle waiters (and their channels) through
 // Pool.waiters; a waiter is put back only once it is out of the queue and
 // its channel is empty.
@@ -88,11 +105,17 @@ func (p *Pool[T]) getWaiter() *waiter[T] {
 
 func (p *Pool[T]) putWaiter(w *waiter[T]) { p.waiters.Put(w) }
 
-// handoff gives h to the oldest waiter, if there is one. The waiter leaves
-// the queue under mu; the send happens after mu is released and never blocks.
+// handoff gives h to the oldest waiter, if there is one — for a slot, the
+// oldest that takes one. The waiter leaves the queue under mu; the send
+// happens after mu is released and never blocks.
 func (p *Pool[T]) handoff(h hand[T]) bool {
 	p.mu.Lock()
-	w := p.queue.popFront()
+	var w *waiter[T]
+	if h.slot {
+		w = p.queue.popSlotTaker()
+	} else {
+		w = p.queue.popFront()
+	}
 	if w != nil {
 		p.state.Add(-1)
 	}
@@ -131,7 +154,7 @@ func (p *Pool[T]) dispatchFrom(scanOnly bool) {
 				src = srcSteal
 			}
 		} else {
-			e, src = p.take()
+			e, src = p.take(false)
 		}
 		if e != nil {
 			if src == srcLocal {
@@ -151,11 +174,14 @@ func (p *Pool[T]) dispatchFrom(scanOnly bool) {
 		}
 		if p.reserve() {
 			if !p.handoff(hand[T]{slot: true}) {
+				// Nobody takes a slot (nobody waits, or every waiter backs
+				// off): a waiter that comes, or whose pause ends, looks
+				// itself.
 				p.unreserve()
 				if p.state.Load()&closedBit != 0 {
 					p.checkDone()
-					return
 				}
+				return
 			}
 			continue
 		}
@@ -163,40 +189,13 @@ func (p *Pool[T]) dispatchFrom(scanOnly bool) {
 	}
 }
 
-// acqTimer is the Config.AcquireTimeout timer of one Acquire. begin is when
-// the Acquire first had to block (connect or queue: blockTimed's clock read,
-// so it costs nothing more); the timer is made when it first waits, for what
-// is left of AcquireTimeout, and kept across its retries, so that
-// AcquireTimeout bounds every wait, connect and retry together.
-type acqTimer struct {
-	begin time.Duration // p.now() when the Acquire first blocked
-	t     *time.Timer
-}
-
-// timerC returns the channel that fires when a's AcquireTimeout has passed,
-// or nil when there is none.
-func (p *Pool[T]) timerC(a *acqTimer) <-chan time.Time {
-	d := p.cfg.AcquireTimeout
-	if d <= 0 {
-		return nil
-	}
-	if a.t == nil {
-		a.t = time.NewTimer(d - (p.now() - a.begin))
-	}
-	return a.t.C
-}
-
-func (a *acqTimer) stop() {
-	if a.t != nil {
-		a.t.Stop()
-	}
-}
-
 // enqueue queues w — at the back, or at the front for a waiter that keeps
 // the place it had — and counts it in state, unless the pool is closed.
-func (p *Pool[T]) enqueue(w *waiter[T], front bool) bool {
+// objOnly says whether it takes objects only for now (see waiter).
+func (p *Pool[T]) enqueue(w *waiter[T], front, objOnly bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	w.objOnly = objOnly
 	if p.state.Load()&closedBit != 0 {
 		return false
 	}
@@ -211,8 +210,8 @@ func (p *Pool[T]) enqueue(w *waiter[T], front bool) bool {
 
 // block is the part of an Acquire that may block: it connects in a slot the
 // caller reserved (slot), or queues behind earlier waiters until it is handed
-// an object or a slot, until its context or AcquireTimeout ends, or until
-// Close.
+// an object or a slot, until its context ends (bounded by AcquireTimeout:
+// see blockTimed), or until Close.
 //
 // The wake-up protocol, waiter's side: announce (enqueue and count, under
 // mu), then look once more (dispatch, which hands an idle object or a free
@@ -226,13 +225,14 @@ func (p *Pool[T]) enqueue(w *waiter[T], front bool) bool {
 //
 // A caller whose object (handed, or freshly connected for it) fails its
 // checks goes back to the head of the queue before the object is closed, so
-// that the slot that frees — or any object that comes first — is its own,
-// and keeps its AcquireTimeout timer.
+// that the slot that frees — or any object that comes first — is its own.
+// With AcquireTimeout set, a caller whose connect fails goes back to the head
+// too and retries after a pause (see connRetry), taking any object released
+// meanwhile.
 //
 // queued reports whether the caller queued (counted in Stats.Waits); the
 // caller times the whole block (blockTimed), with two clock reads in all.
-func (p *Pool[T]) block(ctx context.Context, t *acqTimer, slot bool) (l Lease[T], queued bool, err error) {
-	defer t.stop()
+func (p *Pool[T]) block(ctx context.Context, slot bool) (l Lease[T], queued bool, err error) {
 	var w *waiter[T] // made when the caller first queues
 	defer func() {
 		if w != nil {
@@ -242,6 +242,7 @@ func (p *Pool[T]) block(ctx context.Context, t *acqTimer, slot bool) (l Lease[T]
 	var bad *entry[T] // an object that failed its checks, to close once queued
 	var badReason int
 	front := false
+	var retry connRetry
 	for {
 		if !slot {
 			if w == nil {
@@ -249,18 +250,20 @@ func (p *Pool[T]) block(ctx context.Context, t *acqTimer, slot bool) (l Lease[T]
 				queued = true
 				p.counters.waits.Add(1)
 			}
-			queued := p.enqueue(w, front)
+			pause := retry.pause()
+			ok := p.enqueue(w, front, pause != nil)
 			if bad != nil {
 				p.discard(bad, badReason)
 				bad = nil
 			}
-			if !queued {
+			if !ok {
 				return Lease[T]{}, queued, ErrClosed
 			}
 			p.dispatchFrom(true)
-			h, err := p.await(ctx, w, t)
+			h, err := p.await(ctx, w, pause)
+			retry.stop()
 			if err != nil {
-				return Lease[T]{}, queued, err
+				return Lease[T]{}, queued, retry.err(err)
 			}
 			if h.closed {
 				return Lease[T]{}, queued, ErrClosed
@@ -269,7 +272,7 @@ func (p *Pool[T]) block(ctx context.Context, t *acqTimer, slot bool) (l Lease[T]
 				// The hand and the end of ctx arrived together: the caller
 				// gets its error, the hand goes on.
 				p.giveUp(h)
-				return Lease[T]{}, queued, p.ctxFail(ctx)
+				return Lease[T]{}, queued, retry.err(p.ctxFail(ctx))
 			}
 			if !h.slot {
 				r := p.check(ctx, h.e)
@@ -280,41 +283,58 @@ func (p *Pool[T]) block(ctx context.Context, t *acqTimer, slot bool) (l Lease[T]
 					return Lease[T]{h.e, h.e.state.Load()}, queued, nil
 				case checkCanceled:
 					p.giveBack(h.e)
-					return Lease[T]{}, queued, p.ctxFail(ctx)
+					return Lease[T]{}, queued, retry.err(p.ctxFail(ctx))
 				}
 				bad, badReason, front = h.e, r, true
 				continue
 			}
 		}
 		slot = false
-		l, e, r, err := p.connectFor(ctx, t)
+		l, e, r, err := p.connectFor(ctx)
 		if e == nil {
+			if err != nil && p.retriable(ctx, err) {
+				retry.failed(err)
+				front = true
+				continue
+			}
+			if _, ended := err.(*waitError); ended {
+				err = retry.err(err) // ctx ended during a retry's connect
+			}
 			return l, queued, err
 		}
 		bad, badReason, front = e, r, true
 	}
 }
 
-// await blocks until w is handed something, or ctx or the AcquireTimeout
-// ends. A waiter that gives up takes mu; if it is still queued it unlinks
-// itself, else a hand is (or is about to be) in its channel and it receives
-// it and gives it back: nothing is lost.
-func (p *Pool[T]) await(ctx context.Context, w *waiter[T], t *acqTimer) (hand[T], error) {
-	done, timer := ctx.Done(), p.timerC(t)
-	if done == nil && timer == nil {
-		// Nothing can end the wait but a hand (context.Background, no
-		// AcquireTimeout): a plain receive, not a select.
-		return <-w.ch, nil
+// await blocks until w is handed something, or ctx ends. A waiter that gives
+// up takes mu; if it is still queued it unlinks itself, else a hand is (or
+// is about to be) in its channel and it receives it and gives it back:
+// nothing is lost. pause, if not nil, fires when a waiter backing off after
+// a failed connect (objOnly) may take a slot again: it says so under mu and
+// dispatches, which hands it a free slot if there is one.
+func (p *Pool[T]) await(ctx context.Context, w *waiter[T], pause <-chan time.Time) (hand[T], error) {
+	done := ctx.Done()
+	for {
+		if done == nil && pause == nil {
+			// Nothing can end the wait but a hand (context.Background, no
+			// AcquireTimeout): a plain receive, not a select.
+			return <-w.ch, nil
+		}
+		select {
+		case h := <-w.ch:
+			return h, nil
+		case <-pause:
+			pause = nil
+			p.mu.Lock()
+			w.objOnly = false
+			p.mu.Unlock()
+			p.dispatch()
+			continue
+		case <-done:
+		}
+		break
 	}
-	var err error
-	select {
-	case h := <-w.ch:
-		return h, nil
-	case <-done:
-		err = ctxError(ctx)
-	case <-timer:
-		err = errAcquireTimeout
-	}
+	err := ctxError(ctx)
 	p.countErr(err)
 	p.mu.Lock()
 	left := p.queue.remove(w)
@@ -355,11 +375,19 @@ func (p *Pool[T]) countErr(err error) {
 }
 
 // blockTimed is block, timed into the wait histogram; an error that ends
-// the Acquire on a deadline is given the pool's state at that moment.
-func (p *Pool[T]) blockTimed(ctx context.Context, t *acqTimer, slot bool) (Lease[T], error) {
+// the Acquire on a deadline is given the pool's state at that moment. With
+// AcquireTimeout set, block runs under ctx bounded by the Acquire's deadline
+// (begin, when its slow path started, plus AcquireTimeout): every wait,
+// connect, retry and check of a handed or fresh object, so that
+// AcquireTimeout bounds the whole Acquire.
+func (p *Pool[T]) blockTimed(ctx context.Context, begin time.Time, slot bool) (Lease[T], error) {
 	start := p.now()
-	t.begin = start // AcquireTimeout counts from here
-	l, queued, err := p.block(ctx, t, slot)
+	if d := p.cfg.AcquireTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadlineCause(ctx, begin.Add(d), errAcquireTimeoutCause)
+		defer cancel()
+	}
+	l, queued, err := p.block(ctx, slot)
 	d := p.now() - start
 	p.counters.waitHist.observe(d)
 	if queued {
@@ -374,10 +402,14 @@ func (p *Pool[T]) blockTimed(ctx context.Context, t *acqTimer, slot bool) (Lease
 // withState adds the pool's state to err's message; err still matches what
 // it matched.
 func (p *Pool[T]) withState(err error) error {
-	idle := p.idleLen()
+	idle := int64(p.idleLen()) + p.checking.Load() // under a health check: idle, as in Stats
 	live, connecting, closing := p.live.Load(), p.connecting.Load(), p.closing.Load()
-	return &stateError{err: err, state: fmt.Sprintf("live=%d idle=%d leased=%d waiting=%d",
-		live, idle, max(live-int64(idle)-connecting-closing-p.checking.Load(), 0), p.state.Load()&waiterMask)}
+	state := fmt.Sprintf("live=%d idle=%d leased=%d waiting=%d",
+		live, idle, max(live-idle-connecting-closing, 0), p.state.Load()&waiterMask)
+	if p.cfg.Name != "" {
+		state = "pool=" + p.cfg.Name + " " + state
+	}
+	return &stateError{err: err, state: state}
 }
 
 // stateError is an error with the pool's state when it happened, like

@@ -6,97 +6,127 @@ import (
 	"time"
 )
 
-// Warm connects until MinIdle objects exist (live, not being closed) and
-// returns nil; connects already in flight count. A connect that fails is
-// retried, after a pause that doubles from 10 ms to 1 s, until ctx ends;
-// Warm then returns the first connect error it saw (matching it, and ctx's
-// error too), or, if none failed, an error matching ctx's. A service can so
-// fail its start-up when its database is unreachable. Each connect carries
-// ctx's values (not its cancellation: a connect cut short by ctx goes on and
-// its object is kept) and is bounded by ConnectTimeout. After Close, Warm
-// returns [ErrClosed]. A nil ctx panics.
+// Warm connects until at least max(MinIdle, 1) objects are connected
+// (MinIdle capped at MaxSize) and returns nil. Connected means made and not
+// being closed — idle, leased or under a health check — not a connect in
+// flight: Warm returns nil only once the manager has made that many objects.
+// It dials what is missing itself, as an Acquire does (each connect carries
+// ctx's values, not its cancellation, and is bounded by ConnectTimeout), and
+// gives the objects to the pool. With MinIdle 0 it makes one object, so that
+// a successful Warm means the server was reached.
+//
+// The first connect that fails ends Warm at once with that error, wrapped
+// (errors.Is matches it): a service can so fail its start-up when its
+// database is unreachable, without waiting for ctx. Its other connects still
+// in flight go on for the pool. If ctx ends first, Warm returns an error
+// matching ctx's. After Close, Warm returns [ErrClosed]. A nil ctx panics.
 func (p *Pool[T]) Warm(ctx context.Context) error {
 	if ctx == nil {
 		panic("pool: Warm: nil Context")
 	}
-	var first error
-	pause := backoffBase
+	w := warming[T]{p: p}
+	defer w.abandon()
+	pause := time.Millisecond
 	for {
 		if p.state.Load()&closedBit != 0 {
 			return ErrClosed
 		}
-		need := p.cfg.MinIdle - int(p.kept())
-		if need <= 0 {
+		have, target := p.connectedNow(), int64(max(p.minIdle(), 1))
+		if have >= target {
 			return nil
 		}
 		if ctx.Err() != nil {
-			return p.warmFailed(ctx, first)
+			return p.warmFailed(ctx)
 		}
-		var reqs []*connReq[T]
-		for ; need > 0 && p.reserve(); need-- {
-			req := &connReq[T]{ch: make(chan connResult[T], 1)}
-			p.startDial(ctx, req)
-			reqs = append(reqs, req)
+		for need := target - have - int64(w.pending()); need > 0 && p.reserve(); need-- {
+			w.start(ctx)
 		}
-		failed := false
-		for i, req := range reqs {
+		if w.pending() == 0 {
+			// Nothing to reserve: the slots are held by others' connects or
+			// by closes. Look again when they may have ended.
+			t := time.NewTimer(pause)
 			select {
-			case r := <-req.ch:
-				if r.err != nil {
-					failed = true
-					if first == nil {
-						first = r.err
-					}
-					continue
-				}
-				if reason := p.expired(r.e); reason != 0 {
-					p.discard(r.e, reason)
-				} else {
-					p.giveBack(r.e)
-				}
+			case <-t.C:
 			case <-ctx.Done():
-				for _, req := range reqs[i:] {
-					p.abandon(req)
-				}
-				return p.warmFailed(ctx, first)
+				t.Stop()
+				return p.warmFailed(ctx)
 			}
-		}
-		if !failed && len(reqs) > 0 {
-			pause = backoffBase
+			pause = min(2*pause, 100*time.Millisecond)
 			continue
 		}
-		// A failure, or nothing to reserve (the pool is full, or others'
-		// connects are in flight): look again after a pause.
-		t := time.NewTimer(pause)
 		select {
-		case <-t.C:
+		case r := <-w.results:
+			w.got++
+			if r.err != nil {
+				return fmt.Errorf("pool: Warm: connect: %w", r.err)
+			}
+			p.keepFresh(r.e)
 		case <-ctx.Done():
-			t.Stop()
-			return p.warmFailed(ctx, first)
+			return p.warmFailed(ctx)
 		}
-		pause = min(2*pause, time.Second)
 	}
 }
 
-// abandon gives up on the result of req's connect: the dialer keeps it for
-// the pool, unless it was delivered already, and then it is given back.
-func (p *Pool[T]) abandon(req *connReq[T]) {
-	if req.state.CompareAndSwap(0, reqAbandoned) {
-		return
+// warming is the state of one Warm: its connect requests, which all deliver
+// to one channel (with room for every one of them: a dialer's send never
+// blocks), and how many results it has taken from it.
+type warming[T any] struct {
+	p       *Pool[T]
+	reqs    []*connReq[T]
+	results chan connResult[T]
+	got     int
+}
+
+func (w *warming[T]) pending() int { return len(w.reqs) - w.got }
+
+// start dials in a slot the caller reserved, on behalf of the Warm.
+func (w *warming[T]) start(ctx context.Context) {
+	if w.results == nil {
+		// Warm keeps at most its target of requests pending, and the target
+		// is at most max(MinIdle, 1).
+		w.results = make(chan connResult[T], max(w.p.cfg.MinIdle, 1))
 	}
-	if r := <-req.ch; r.e != nil {
-		if reason := p.expired(r.e); reason != 0 {
-			p.discard(r.e, reason)
-		} else {
-			p.giveBack(r.e)
+	req := &connReq[T]{ch: w.results}
+	w.reqs = append(w.reqs, req)
+	w.p.startDial(ctx, req)
+}
+
+// abandon gives up on the requests whose results the Warm has not taken:
+// each dialer still to deliver keeps its object for the pool, and the
+// results already delivered are given to the pool here.
+func (w *warming[T]) abandon() {
+	delivered := 0
+	for _, req := range w.reqs {
+		if !req.state.CompareAndSwap(0, reqAbandoned) {
+			delivered++
 		}
 	}
+	for range delivered - w.got {
+		if r := <-w.results; r.e != nil {
+			w.p.keepFresh(r.e)
+		}
+	}
+}
+
+// keepFresh gives a freshly connected object, which the caller holds, to the
+// pool (the next waiter, or idle), or closes it if it is already stale.
+func (p *Pool[T]) keepFresh(e *entry[T]) {
+	if r := p.expired(e); r != 0 {
+		p.discard(e, r)
+		return
+	}
+	p.giveBack(e)
+}
+
+// connectedNow is the number of objects made and not being closed: live
+// minus the connects in flight and the closes.
+func (p *Pool[T]) connectedNow() int64 {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	return p.live.Load() - p.connecting.Load() - p.closing.Load()
 }
 
 // warmFailed is Warm's error once ctx has ended.
-func (p *Pool[T]) warmFailed(ctx context.Context, first error) error {
-	if first != nil {
-		return fmt.Errorf("pool: Warm: connect: %w (still failing when the context ended: %w)", first, ctx.Err())
-	}
+func (p *Pool[T]) warmFailed(ctx context.Context) error {
 	return p.withState(fmt.Errorf("pool: Warm: %w", ctx.Err()))
 }

@@ -76,7 +76,8 @@ const (
 // Options name a pool's measurements.
 type Options struct {
 	// Name is the pool's name, the value of PoolNameKey (ObservePool) or
-	// BytesNameKey (ObserveBytes). Required.
+	// BytesNameKey (ObserveBytes). Required, but ObservePool takes a
+	// pool's pool.Config.Name (Pool.Name) when it is empty.
 	Name string
 	// Attributes are added to every measurement.
 	Attributes []attribute.KeyValue
@@ -184,6 +185,9 @@ func closeReasons() []point[pool.Stats] {
 // p's statistics at each collection (see the package doc for the metrics).
 // It returns an error if opt.Name is empty or an instrument cannot be made.
 func ObservePool(meter metric.Meter, p PoolStatser, opt Options) (metric.Registration, error) {
+	if n, ok := p.(interface{ Name() string }); ok && opt.Name == "" {
+		opt.Name = n.Name() // pool.Config.Name
+	}
 	o, err := newObserver[pool.Stats](PoolNameKey, opt)
 	if err != nil {
 		return nil, err

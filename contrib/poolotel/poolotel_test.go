@@ -236,3 +236,17 @@ func TestObserverEmbedsNopObserver(t *testing.T) {
 	f, ok := typ.FieldByName("NopObserver")
 	require.True(t, ok && f.Anonymous && f.Type == reflect.TypeFor[pool.NopObserver](), "%v does not embed pool.NopObserver", typ)
 }
+
+// ObservePool takes a pool's Config.Name when Options.Name is empty.
+func TestObservePoolTakesThePoolsName(t *testing.T) {
+	reader, mp := newReader(t)
+	p, err := pool.New[int](manager.Funcs[int]{ConnectFunc: func(context.Context) (int, error) { return 1, nil }},
+		pool.Config{Name: "db", MaxSize: 3})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, p.Close(context.Background())) }()
+	reg, err := poolotel.ObservePool(mp.Meter("test"), p, poolotel.Options{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, reg.Unregister()) }()
+	got := collect(t, reader, poolotel.PoolNameKey, "db")
+	require.Equal(t, point{3, false, "{connection}"}, got["db.client.connection.max"])
+}

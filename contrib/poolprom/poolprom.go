@@ -8,7 +8,8 @@
 // (seconds, bytes), _total on counters, and one metric with a label where
 // pool.Stats has one field per value (connections by state, closes by
 // reason). Pools registered together are told apart by [Options.ConstLabels],
-// which must then use the same label names for every pool.
+// which must then use the same label names for every pool; a pool with a
+// [pool.Config.Name] gets the label pool="Name" unless ConstLabels sets "pool".
 //
 //	reg.MustRegister(poolprom.NewPoolCollector(p, poolprom.Options{ConstLabels: prometheus.Labels{"pool": "db"}}))
 //
@@ -45,6 +46,7 @@
 package poolprom
 
 import (
+	"maps"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,6 +65,22 @@ type Options struct {
 	// ConstLabels are added to every metric, to tell pools apart (e.g.
 	// {"pool": "db"}).
 	ConstLabels prometheus.Labels
+}
+
+// named adds the label pool="Name" when p has a name (pool.Config.Name, read
+// with Pool.Name) and o's ConstLabels set no "pool" label of their own.
+func (o Options) named(p PoolStatser) Options {
+	n, ok := p.(interface{ Name() string })
+	if !ok || n.Name() == "" {
+		return o
+	}
+	if _, set := o.ConstLabels["pool"]; set {
+		return o
+	}
+	labels := prometheus.Labels{"pool": n.Name()}
+	maps.Copy(labels, o.ConstLabels)
+	o.ConstLabels = labels
+	return o
 }
 
 func (o Options) namespace() string {
@@ -198,6 +216,7 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 // NewPoolCollector returns a collector of p's statistics (see the package
 // doc for the metrics). It reads p.Stats once per scrape.
 func NewPoolCollector(p PoolStatser, o Options) prometheus.Collector {
+	o = o.named(p)
 	return poolCollector{
 		collector: newPoolSeries(p, o),
 		blocked: prometheus.NewDesc(prometheus.BuildFQName(o.namespace(), "pool", "blocked_acquire_seconds"),

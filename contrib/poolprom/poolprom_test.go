@@ -1,6 +1,7 @@
 package poolprom_test
 
 import (
+	"context"
 	"runtime"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/poolkit/poolkit/contrib/poolprom"
 	"github.com/poolkit/poolkit/internal/testutil/pooltest"
+	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"
 )
 
@@ -203,4 +205,27 @@ func gathered(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// A pool's Config.Name is its "pool" label, unless ConstLabels set one.
+func TestPoolCollectorLabelsANamedPool(t *testing.T) {
+	p, err := pool.New[int](manager.Funcs[int]{ConnectFunc: func(context.Context) (int, error) { return 1, nil }},
+		pool.Config{Name: "db", MaxSize: 3})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, p.Close(context.Background())) }()
+	for _, tc := range []struct {
+		labels prometheus.Labels
+		want   string
+	}{
+		{nil, `poolkit_pool_max_connections{pool="db"} 3`},
+		{prometheus.Labels{"pool": "primary"}, `poolkit_pool_max_connections{pool="primary"} 3`},
+		{prometheus.Labels{"region": "eu"}, `poolkit_pool_max_connections{pool="db",region="eu"} 3`},
+	} {
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(poolprom.NewPoolCollector(p, poolprom.Options{ConstLabels: tc.labels}))
+		require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP poolkit_pool_max_connections The most connections the pool may hold (MaxSize).
+# TYPE poolkit_pool_max_connections gauge
+`+tc.want+"\n"), "poolkit_pool_max_connections"))
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -71,9 +72,22 @@ func TestAcquireFromAClosedPortReturnsTheDialError(t *testing.T) {
 // Acquire against a closed port, the pool dials at most once per Acquire
 // (plus the maintainer's backed-off attempts to keep MinIdle warm): it
 // neither retries a dial in a loop on its own (a spin) nor dials more than it
-// is asked to (a storm). Once the load stops, dialling stops but for the
-// maintainer's backed-off attempts.
+// is asked to (a storm). With AcquireTimeout set an Acquire retries its
+// connect within its deadline, but with pauses (10 ms doubling to 200 ms):
+// at most 9 dials in the second each Acquire lasts. Once the load stops,
+// dialling stops but for the maintainer's backed-off attempts.
 func TestPoolNeitherSpinsNorStormsWhenNothingListens(t *testing.T) {
+	for _, tc := range []struct {
+		acquireTimeout  time.Duration
+		dialsPerAcquire int64
+	}{{0, 1}, {time.Second, 9}} {
+		t.Run(fmt.Sprintf("AcquireTimeout=%v", tc.acquireTimeout), func(t *testing.T) {
+			neitherSpinsNorStorms(t, tc.acquireTimeout, tc.dialsPerAcquire)
+		})
+	}
+}
+
+func neitherSpinsNorStorms(t *testing.T, acquireTimeout time.Duration, dialsPerAcquire int64) {
 	const (
 		maxSize = 4
 		minIdle = 2
@@ -84,7 +98,7 @@ func TestPoolNeitherSpinsNorStormsWhenNothingListens(t *testing.T) {
 	)
 	var dials atomic.Int64
 	p, err := pool.New[net.Conn](countingDialer(closedPort(t), &dials),
-		pool.Config{MaxSize: maxSize, MinIdle: minIdle, AcquireTimeout: 5 * time.Second})
+		pool.Config{MaxSize: maxSize, MinIdle: minIdle, AcquireTimeout: acquireTimeout})
 	require.NoError(t, err)
 	defer p.Close(context.Background())
 
@@ -121,7 +135,7 @@ func TestPoolNeitherSpinsNorStormsWhenNothingListens(t *testing.T) {
 		load, a, d, s.Connects, s.ConnectErrors, s.Waits)
 	require.Zero(t, others.Load(), "every Acquire returns the dial error; first other: %v", firstOther)
 	require.Positive(t, a)
-	require.LessOrEqual(t, d, a+maintainerSlack, "more dials than acquires: the pool storms")
+	require.LessOrEqual(t, d, a*dialsPerAcquire+maintainerSlack, "more dials than the acquires asked for: the pool storms")
 	require.Zero(t, p.Stats().Live)
 
 	// Idle: only the maintainer dials, backing off.

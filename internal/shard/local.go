@@ -503,6 +503,19 @@ func (l *Local[T]) replace(n int) {
 	}
 }
 
+// DrainAll hands every value l holds, in every P's stack and spill, to
+// drop, at once, and leaves l empty. It is for a Local that no operation can
+// be using any more: its owner has stopped publishing it, and has then waited
+// until every operation that could have loaded it has ended — in the
+// default build, a stop-the-world after the switch (one waits for every
+// pinned goroutine to unpin), as Retire's cleanup waits for a GC cycle. In
+// the synchronised builds it takes each stack's guard as well, so a
+// straggler that still holds one is waited for. The counters are left as
+// they are (Stats still counts what the Local served). It runs unpinned.
+func (l *Local[T]) DrainAll(drop func(T)) {
+	drainRetired(retired[T]{l.cur.Load().shards, drop})
+}
+
 type retired[T any] struct {
 	shards []Stack[T]
 	drop   func(T)

@@ -88,3 +88,30 @@ func TestStacksShareNoCacheLine(t *testing.T) {
 		})
 	}
 }
+
+// DrainAll hands every value of every P's stack and spill to drop, once a
+// Local is out of use, and leaves it empty.
+func TestDrainAllEmptiesEveryStackAndSpill(t *testing.T) {
+	l := shard.NewLocalSpill[int](2, 4, nil)
+	const n = 64
+	ptest.OnEachP(runtime.GOMAXPROCS(0), func() {
+		for range n {
+			l.Push(1)
+		}
+	})
+	pushed := l.Len()
+	if pushed == 0 {
+		t.Fatal("nothing was kept")
+	}
+	got := 0
+	l.DrainAll(func(v int) { got += v })
+	if got != pushed {
+		t.Fatalf("DrainAll dropped %d values, the Local held %d", got, pushed)
+	}
+	if l.Len() != 0 {
+		t.Fatalf("%d values left", l.Len())
+	}
+	if _, ok := l.Pop(); ok {
+		t.Fatal("a value left after DrainAll")
+	}
+}

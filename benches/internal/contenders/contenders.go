@@ -83,12 +83,15 @@ type PoolContender struct {
 	New  func(PoolConfig) (Pool, error)
 }
 
-// Pools returns the object-pool contenders: poolkit, puddle, a channel pool,
-// a mutex-guarded slice, and sync.Pool as the floor (not a real pool: no
-// maximum, the GC empties it).
+// Pools returns the object-pool contenders: poolkit (its manager has no
+// check: manager.Funcs without a RecycleFunc, which the pool skips), poolkit
+// with a check on every reuse (a RecycleFunc that returns nil: the cost of
+// the Recycle contract), puddle, a channel pool, a mutex-guarded slice, and
+// sync.Pool as the floor (not a real pool: no maximum, the GC empties it).
 func Pools() []PoolContender {
 	return []PoolContender{
 		{Name: "poolkit", New: newPoolkitPool},
+		{Name: "poolkit-recycle", New: newPoolkitRecyclePool},
 		{Name: "puddle", New: newPuddlePool},
 		{Name: "chan", New: newChanPool},
 		{Name: "mutex", New: newMutexPool},

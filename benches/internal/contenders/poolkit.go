@@ -47,12 +47,20 @@ func poolkitConfig(c PoolConfig, procs int) (pool.Config, error) {
 
 type poolkitPool struct{ p *pool.Pool[*Conn] }
 
-func newPoolkitPool(c PoolConfig) (Pool, error) {
+// newPoolkitPool's manager has no check (no RecycleFunc: the pool skips
+// Recycle); newPoolkitRecyclePool's checks every reuse and always passes.
+func newPoolkitPool(c PoolConfig) (Pool, error) { return newPoolkit(c, nil) }
+
+func newPoolkitRecyclePool(c PoolConfig) (Pool, error) {
+	return newPoolkit(c, func(context.Context, *Conn, manager.Metrics) error { return nil })
+}
+
+func newPoolkit(c PoolConfig, recycle func(context.Context, *Conn, manager.Metrics) error) (Pool, error) {
 	cfg, err := poolkitConfig(c, gomaxprocs())
 	if err != nil {
 		return nil, err
 	}
-	m := manager.Funcs[*Conn]{ConnectFunc: func(context.Context) (*Conn, error) { return new(Conn), nil }}
+	m := manager.Funcs[*Conn]{ConnectFunc: func(context.Context) (*Conn, error) { return new(Conn), nil }, RecycleFunc: recycle}
 	p, err := pool.New[*Conn](m, cfg)
 	if err != nil {
 		return nil, err

@@ -64,16 +64,18 @@ const (
 // BytesSizes are the buffer sizes counted.
 var BytesSizes = []int{4 * workload.KiB, 64 * workload.KiB, 1 * workload.MiB}
 
-// poolContenders are the object pools counted; shard stands for the pinned
-// per-P stack under poolkit's pool, without its bound and its checks.
-var poolContenders = []string{"poolkit", "shard", "syncpool", "puddle", "chan", "mutex"}
+// poolContenders are the object pools counted: poolkit with a manager that
+// has no check, and with one that checks every reuse (poolkit-recycle);
+// shard stands for the pinned per-P stack under poolkit's pool, without its
+// bound and its checks.
+var poolContenders = []string{"poolkit", "poolkit-recycle", "shard", "syncpool", "puddle", "chan", "mutex"}
 
 // bytesContenders are the byte pools counted: make is left out, as it
 // allocates a fresh buffer every op and the collector is off.
 var bytesContenders = []string{"poolkit", "syncpool", "gobufferpool", "bytebufferpool"}
 
 // guarded are the ops CI checks against the baseline: poolkit's hot paths.
-var guarded = []string{"Pool/Impl=poolkit", "Bytes/Size=4KiB/Impl=poolkit", "Bytes/Size=64KiB/Impl=poolkit"}
+var guarded = []string{"Pool/Impl=poolkit", "Pool/Impl=poolkit-recycle", "Bytes/Size=4KiB/Impl=poolkit", "Bytes/Size=64KiB/Impl=poolkit"}
 
 // Ops returns every counted op: the object pools, then the byte pools size
 // by size.
@@ -315,6 +317,21 @@ func Measure(ctx context.Context, ops []Op, opt Options) (results.Icount, error)
 	return out, nil
 }
 
+// childEnv is results.IcountEnv with cpu.rdtscp=off added to its GODEBUG:
+// the runtime then reads the time stamp counter with RDTSC, which valgrind
+// decodes, instead of RDTSCP (see attempts). The counted loop never reads
+// it, so the counts do not move; on a loaded machine, without it, every run
+// of an op could die before it counted anything.
+func childEnv() []string {
+	env := strings.Fields(results.IcountEnv)
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+			env[i] = "GODEBUG=" + v + ",cpu.rdtscp=off"
+		}
+	}
+	return env
+}
+
 // attempts bounds the runs of one count. valgrind (3.19) cannot decode
 // RDTSCP, which the Go runtime executes on some CPUs (runtime.cputicks) when
 // a lock it takes is contended — by the scheduler's monitor thread, at
@@ -351,7 +368,7 @@ func countOnce(ctx context.Context, op string, n int, dir string, self []string)
 	args := append([]string{"--tool=callgrind", "--callgrind-out-file=" + file}, self...)
 	args = append(args, "-op", op, "-n", strconv.Itoa(n))
 	cmd := exec.CommandContext(ctx, "valgrind", args...)
-	cmd.Env = append(os.Environ(), strings.Fields(results.IcountEnv)...)
+	cmd.Env = append(os.Environ(), childEnv()...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

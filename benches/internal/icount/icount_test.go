@@ -37,7 +37,13 @@ func TestOpsHaveUniqueNamesAndGuardPoolkitsHotPaths(t *testing.T) {
 	for _, o := range Guarded() {
 		g = append(g, o.Name)
 	}
-	assert.Equal(t, []string{"Pool/Impl=poolkit", "Bytes/Size=4KiB/Impl=poolkit", "Bytes/Size=64KiB/Impl=poolkit"}, g)
+	assert.Equal(t, []string{"Pool/Impl=poolkit", "Pool/Impl=poolkit-recycle", "Bytes/Size=4KiB/Impl=poolkit", "Bytes/Size=64KiB/Impl=poolkit"}, g)
+}
+
+// The children run in results.IcountEnv, with the runtime kept off RDTSCP,
+// which valgrind cannot decode.
+func TestChildEnvKeepsTheRuntimeOffRDTSCP(t *testing.T) {
+	assert.Equal(t, []string{"GOMAXPROCS=1", "GOGC=off", "GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off"}, childEnv())
 }
 
 // The child sets up and runs every op and prints the allocations of the

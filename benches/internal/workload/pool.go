@@ -65,9 +65,13 @@ func PoolHotPath() []Case {
 	return []Case{{
 		Top: "Pool", Group: "HotPath", Workers: 1,
 		Unit: "one Acquire + Release", Baseline: "syncpool",
-		Entries: poolEntries(contenders.PoolConfig{MaxSize: hotMaxSize}, allPools, cycle),
+		Entries: poolEntries(contenders.PoolConfig{MaxSize: hotMaxSize}, hotPools, cycle),
 	}}
 }
+
+// hotPools is allPools with poolkit twice: its manager without a check, and
+// with one (Recycle on every reuse).
+var hotPools = []string{"poolkit", "poolkit-recycle", "puddle", "chan", "mutex", "syncpool"}
 
 // PoolParallel is many goroutines acquiring and releasing one pool: MaxSize
 // 8 and 64, goroutines at 1×, 4×, 16× and 64× GOMAXPROCS, or workers if it
