@@ -47,9 +47,10 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	p, err := pgxmanager.NewPool(m, pool.Config{MaxSize: 8, MinIdle: 2, MaxIdleTime: 5 * time.Minute})
+	pp, err := pool.New[*pgx.Conn](m, pool.Config{MaxSize: 8, MinIdle: 2, MaxIdleTime: 5 * time.Minute})
 	if err != nil {
 		panic(err)
 	}
+	p := pgxmanager.NewPool(pp, pgxmanager.Options{})
 	defer p.Close(context.Background())
 }
