@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -156,6 +157,41 @@ type faultConn struct {
 	swallow    atomic.Bool  // writes report success and send nothing
 	stall      atomic.Bool  // writes wait for the write deadline
 	deadlineAt atomic.Int64 // the write deadline, Unix nanoseconds; 0: none
+	// readGate, if set, holds every Read until the channel is closed.
+	readGate atomic.Pointer[chan struct{}]
+	// reading counts the Reads in progress; maxReading, the most at once.
+	reading, maxReading atomic.Int32
+	closed              chan struct{} // closed by Close: a held Read returns
+	closeOnce           sync.Once
+}
+
+func (c *faultConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.TCPConn.Close()
+}
+
+func (c *faultConn) Read(p []byte) (int, error) {
+	n := c.reading.Add(1)
+	defer c.reading.Add(-1)
+	for m := c.maxReading.Load(); n > m && !c.maxReading.CompareAndSwap(m, n); m = c.maxReading.Load() {
+	}
+	if g := c.readGate.Load(); g != nil {
+		select {
+		case <-*g:
+		case <-c.closed:
+		}
+	}
+	return c.TCPConn.Read(p)
+}
+
+// holdReads makes Reads wait until the returned function is called.
+func (c *faultConn) holdReads() (release func()) {
+	g := make(chan struct{})
+	c.readGate.Store(&g)
+	return func() {
+		c.readGate.Store(nil)
+		close(g)
+	}
 }
 
 func (c *faultConn) Write(p []byte) (int, error) {
@@ -210,7 +246,7 @@ func dialFaulty(cfg pgxmanager.Config) <-chan *faultConn {
 			_ = c.Close()
 			return nil, fmt.Errorf("faultConn needs TCP, got %T (a Unix socket DSN?)", c)
 		}
-		fc := &faultConn{TCPConn: tc}
+		fc := &faultConn{TCPConn: tc, closed: make(chan struct{})}
 		conns <- fc
 		return fc, nil
 	}
