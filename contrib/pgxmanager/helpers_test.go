@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,8 +69,15 @@ func uniqueName(t *testing.T) string {
 // config returns the test server's Config with the connections named name.
 func config(t *testing.T, name string) pgxmanager.Config {
 	t.Helper()
-	cfg, err := pgxmanager.ParseConfig(dsn(t))
-	require.NoError(t, err, "parsing %s", envDSN)
+	return configFor(t, dsn(t), name)
+}
+
+// configFor returns the Config of the server at conn with the connections
+// named name.
+func configFor(t *testing.T, conn, name string) pgxmanager.Config {
+	t.Helper()
+	cfg, err := pgxmanager.ParseConfig(conn)
+	require.NoError(t, err, "parsing %s", conn)
 	cfg.ConnConfig.RuntimeParams["application_name"] = name
 	return cfg
 }
@@ -98,7 +106,13 @@ type admin struct {
 
 func dialAdmin(t *testing.T) *admin {
 	t.Helper()
-	cfg := config(t, uniqueName(t)+"-admin")
+	return dialAdminAt(t, dsn(t))
+}
+
+// dialAdminAt is dialAdmin for the server at conn.
+func dialAdminAt(t *testing.T, conn string) *admin {
+	t.Helper()
+	cfg := configFor(t, conn, uniqueName(t)+"-admin")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	c, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
@@ -155,6 +169,7 @@ type faultConn struct {
 	writes     atomic.Int64 // Write calls
 	slowWrite  atomic.Int64 // nanoseconds each Write sleeps after writing
 	swallow    atomic.Bool  // writes report success and send nothing
+	fail       atomic.Bool  // writes send nothing and fail (EPIPE: as after the peer's reset)
 	stall      atomic.Bool  // writes wait for the write deadline
 	deadlineAt atomic.Int64 // the write deadline, Unix nanoseconds; 0: none
 	// readGate, if set, holds every Read until the channel is closed.
@@ -206,6 +221,8 @@ func (c *faultConn) Write(p []byte) (int, error) {
 		}
 	case c.swallow.Load():
 		return len(p), nil
+	case c.fail.Load():
+		return 0, &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}
 	}
 	n, err := c.TCPConn.Write(p)
 	if d := c.slowWrite.Load(); d > 0 {
