@@ -176,7 +176,9 @@ type faultConn struct {
 	readGate atomic.Pointer[chan struct{}]
 	// reading counts the Reads in progress; maxReading, the most at once.
 	reading, maxReading atomic.Int32
-	closed              chan struct{} // closed by Close: a held Read returns
+	closed              chan struct{}                 // closed by Close: a held Read returns
+	readDeadline        atomic.Int64                  // Unix nanoseconds; 0: none
+	deadlineSet         atomic.Pointer[chan struct{}] // closed when the read deadline changes
 	closeOnce           sync.Once
 }
 
@@ -190,13 +192,45 @@ func (c *faultConn) Read(p []byte) (int, error) {
 	defer c.reading.Add(-1)
 	for m := c.maxReading.Load(); n > m && !c.maxReading.CompareAndSwap(m, n); m = c.maxReading.Load() {
 	}
-	if g := c.readGate.Load(); g != nil {
+	for g := c.readGate.Load(); g != nil; g = c.readGate.Load() {
+		// Held: until the gate opens, the conn closes, or the read
+		// deadline (as pgconn sets it when a context ends) passes.
+		kick := c.deadlineSet.Load()
+		var timeout <-chan time.Time
+		if d := c.readDeadline.Load(); d != 0 {
+			wait := time.Until(time.Unix(0, d))
+			if wait <= 0 {
+				return 0, os.ErrDeadlineExceeded
+			}
+			timeout = time.After(wait)
+		}
 		select {
 		case <-*g:
 		case <-c.closed:
+		case <-*kick:
+		case <-timeout:
 		}
 	}
 	return c.TCPConn.Read(p)
+}
+
+func (c *faultConn) SetReadDeadline(t time.Time) error {
+	c.setReadDeadline(t)
+	return c.TCPConn.SetReadDeadline(t)
+}
+
+// setReadDeadline records the read deadline and wakes a held Read to look
+// at it.
+func (c *faultConn) setReadDeadline(t time.Time) {
+	if t.IsZero() {
+		c.readDeadline.Store(0)
+	} else {
+		c.readDeadline.Store(t.UnixNano())
+	}
+	kick := make(chan struct{})
+	if old := c.deadlineSet.Swap(&kick); old != nil {
+		close(*old)
+	}
 }
 
 // holdReads makes Reads wait until the returned function is called.
@@ -233,6 +267,7 @@ func (c *faultConn) Write(p []byte) (int, error) {
 
 func (c *faultConn) SetDeadline(t time.Time) error {
 	c.setWriteDeadline(t)
+	c.setReadDeadline(t)
 	return c.TCPConn.SetDeadline(t)
 }
 
@@ -264,6 +299,8 @@ func dialFaulty(cfg pgxmanager.Config) <-chan *faultConn {
 			return nil, fmt.Errorf("faultConn needs TCP, got %T (a Unix socket DSN?)", c)
 		}
 		fc := &faultConn{TCPConn: tc, closed: make(chan struct{})}
+		kick := make(chan struct{})
+		fc.deadlineSet.Store(&kick)
 		conns <- fc
 		return fc, nil
 	}
