@@ -41,7 +41,7 @@ const (
 )
 
 // dsn returns $POOLKIT_POSTGRES_DSN, or skips the test saying to set it.
-func dsn(t *testing.T) string {
+func dsn(t testing.TB) string {
 	t.Helper()
 	v := os.Getenv(envDSN)
 	if v == "" {

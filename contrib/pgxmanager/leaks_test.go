@@ -251,6 +251,8 @@ func failures() []failure {
 			tx := br.Tx()
 			require.NotNil(t, tx)
 			require.PanicsWithValue(t, "callback boom", func() { _ = br.Close() })
+			_, err := tx.Exec(ctx, "SELECT 1")
+			assert.ErrorIs(t, err, pgx.ErrTxClosed, "a call on a transaction whose connection was destroyed")
 			assert.ErrorIs(t, tx.Rollback(ctx), pgx.ErrTxClosed, "the transaction's connection was destroyed")
 		}},
 

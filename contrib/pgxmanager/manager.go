@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/poolkit/poolkit/manager"
 )
@@ -20,10 +21,9 @@ const (
 	DefaultPingAfter = time.Second
 	// DefaultPingTimeout is Config.PingTimeout's default.
 	DefaultPingTimeout = 5 * time.Second
-	// DefaultCloseTimeout is Config.CloseTimeout's default: long enough for
-	// pgconn's clean-up after a query cut short (a cancel request, then
-	// reading what the server still sends) against a server that answers,
-	// short enough that a server that does not answer holds no slot for long.
+	// DefaultCloseTimeout is Config.CloseTimeout's default: the goodbye of a
+	// connection (a Terminate message written) takes microseconds unless the
+	// socket's buffer is full, as towards a server that stopped reading.
 	DefaultCloseTimeout = 250 * time.Millisecond
 )
 
@@ -59,10 +59,11 @@ type Config struct {
 	// statements, type registrations. An error closes the connection and
 	// fails the connect.
 	AfterConnect func(ctx context.Context, c *pgx.Conn) error
-	// ShouldPing, if set, decides whether Recycle pings a connection before
-	// handing it out again, in place of PingAfter. It runs on every reuse of
-	// a connection (not on its first hand-out, which follows its connect).
-	// When it returns false the checks without a round trip still run.
+	// ShouldPing, if set, decides whether Recycle pings a connection, in
+	// place of PingAfter. It runs on every reuse of a connection (not on its
+	// first hand-out, which follows its connect) and on every background
+	// health check of one. When it returns false the checks without a round
+	// trip still run.
 	ShouldPing func(ctx context.Context, p ShouldPingParams) bool
 	// AfterRelease, if set, runs in CheckRelease on each connection released
 	// in a reusable state, on the releasing goroutine: false closes the
@@ -80,11 +81,25 @@ type Config struct {
 	// once and the ping finishes without it (see Recycle). 0:
 	// DefaultPingTimeout. Negative is invalid.
 	PingTimeout time.Duration
-	// CloseTimeout bounds Close: the polite goodbye (a Terminate message)
-	// and, for a connection pgconn closed on an error, pgconn's clean-up;
-	// past it Close closes the socket itself (Manager.ForcedCloses counts
-	// those). 0: DefaultCloseTimeout. Negative is invalid.
+	// CloseTimeout bounds the goodbye of a connection Close closes (a
+	// Terminate message, written unless the socket's buffer is full), after
+	// which the socket is closed regardless. 0: DefaultCloseTimeout.
+	// Negative is invalid.
 	CloseTimeout time.Duration
+	// CleanupTimeout is how long Close waits for pgconn's clean-up of a
+	// connection pgconn already closed on an error (a query cut short by its
+	// context, a broken socket): a cancel request, on a connection of its
+	// own, then reading what the server still sends on this one, up to 15 s.
+	// 0 (the default): Close closes the socket at once and the cancel
+	// request goes on without it, so that the slot is free for a new
+	// connection at once, as database/sql frees it. Positive: Close waits up
+	// to that long, so that the server's backend is gone before the slot
+	// is used again (for a server whose max_connections leaves no room for
+	// one more), and closes the socket itself past it; a server that stops
+	// answering then holds each such slot for CleanupTimeout. Either way
+	// Manager.ForcedCloses counts the closes that did not wait for the end.
+	// Negative is invalid.
+	CleanupTimeout time.Duration
 }
 
 // Manager is a manager.Manager[*pgx.Conn] that also implements
@@ -132,6 +147,8 @@ func New(cfg Config) (*Manager, error) {
 		return nil, invalid("PingTimeout must be >= 0, got %v", cfg.PingTimeout)
 	case cfg.CloseTimeout < 0:
 		return nil, invalid("CloseTimeout must be >= 0, got %v", cfg.CloseTimeout)
+	case cfg.CleanupTimeout < 0:
+		return nil, invalid("CleanupTimeout must be >= 0, got %v", cfg.CleanupTimeout)
 	}
 	if cfg.PingAfter == 0 {
 		cfg.PingAfter = DefaultPingAfter
@@ -145,10 +162,12 @@ func New(cfg Config) (*Manager, error) {
 	return &Manager{cfg: cfg, pings: make(map[*pgx.Conn]*ping)}, nil
 }
 
-// ForcedCloses returns how many Close calls had to close a connection's
-// socket themselves because the goodbye or pgconn's clean-up did not finish
-// within CloseTimeout (a server that stopped answering, a full socket
-// buffer).
+// ForcedCloses returns how many Close calls closed a connection's socket
+// themselves before the connection's end was complete: a goodbye that did
+// not finish within CloseTimeout (a full socket buffer, as towards a server
+// that stopped reading), or pgconn's clean-up of a connection it closed on
+// an error, not waited for (CleanupTimeout 0) or not finished within
+// CleanupTimeout (a server that stopped answering).
 func (m *Manager) ForcedCloses() uint64 { return m.forced.Load() }
 
 // Connect opens a connection under ctx (which bounds the whole start-up:
@@ -367,19 +386,20 @@ func checkState(c *pgx.Conn) error {
 	return nil
 }
 
-// Close closes c, after BeforeClose: a Terminate message, then the socket.
-// A ping that a Recycle left running on c is cut short first.
+// Close closes c, after BeforeClose: a Terminate message, then the socket,
+// within CloseTimeout. A ping that a Recycle left running on c is cut short
+// first.
 //
 // A connection pgconn already closed on an error (a query cut short by its
 // context, a broken socket) may still be cleaning up on a goroutine of
 // pgconn's: a cancel request on a connection of its own, then reading what
-// the server still sends on this one. Close waits for that too, so that the
-// pool frees the slot only once the server's backend is on its way out; but
-// for CloseTimeout at most: past it, Close closes the socket itself
-// (counted by ForcedCloses) and returns. The cancel request goes on without
-// it. So a server that stopped answering (frozen, partitioned) holds a
-// closing connection's slot for CloseTimeout, not for pgconn's 15 seconds.
-// The socket is closed whatever the error.
+// the server still sends on this one, for up to 15 s when the server does
+// not answer. Close waits for that for CleanupTimeout (by default not at
+// all), then closes the socket itself (ForcedCloses counts it); the cancel
+// request goes on without it. So the connection's slot, which the pool
+// frees when Close returns, is never held for a server that stopped
+// answering (frozen, partitioned) beyond CleanupTimeout, and the socket is
+// closed before it is freed.
 func (m *Manager) Close(c *pgx.Conn) error {
 	pc := c.PgConn()
 	if m.parked.Load() != 0 {
@@ -396,20 +416,40 @@ func (m *Manager) Close(c *pgx.Conn) error {
 	return errors.Join(hookErr, m.closeConn(c))
 }
 
-// closeConn is Close's goodbye, bounded by CloseTimeout.
+// closeConn is Close's goodbye, bounded by CloseTimeout, or for a
+// connection pgconn closed, its wait for pgconn's clean-up.
 func (m *Manager) closeConn(c *pgx.Conn) error {
 	pc := c.PgConn()
+	if pc.IsClosed() {
+		m.awaitCleanup(pc)
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CloseTimeout)
 	defer cancel()
-	err := c.Close(ctx)
-	select {
-	case <-pc.CleanupDone():
-		if ctx.Err() != nil { // the goodbye's write was cut short by the deadline
-			m.forced.Add(1)
-		}
-	case <-ctx.Done():
-		_ = pc.Conn().Close() // ends pgconn's drain of the socket
+	err := c.Close(ctx)   // closes the socket on return, whatever the error
+	if ctx.Err() != nil { // the goodbye was cut short by the deadline
 		m.forced.Add(1)
 	}
 	return err
+}
+
+// awaitCleanup waits up to CleanupTimeout for pgconn's clean-up of pc,
+// which pgconn closed, then closes the socket if the clean-up goes on.
+func (m *Manager) awaitCleanup(pc *pgconn.PgConn) {
+	select {
+	case <-pc.CleanupDone():
+		return
+	default:
+	}
+	if d := m.cfg.CleanupTimeout; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-pc.CleanupDone():
+			return
+		case <-t.C:
+		}
+	}
+	_ = pc.Conn().Close() // ends pgconn's drain of the socket; its cancel request goes on
+	m.forced.Add(1)
 }

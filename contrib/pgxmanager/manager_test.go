@@ -18,9 +18,10 @@ func TestNewNamesTheBadField(t *testing.T) {
 	cc, err := pgx.ParseConfig("postgres://u@127.0.0.1:1/db")
 	require.NoError(t, err)
 	for field, cfg := range map[string]pgxmanager.Config{
-		"ConnConfig":   {},
-		"PingTimeout":  {ConnConfig: cc, PingTimeout: -1},
-		"CloseTimeout": {ConnConfig: cc, CloseTimeout: -1},
+		"ConnConfig":     {},
+		"PingTimeout":    {ConnConfig: cc, PingTimeout: -1},
+		"CloseTimeout":   {ConnConfig: cc, CloseTimeout: -1},
+		"CleanupTimeout": {ConnConfig: cc, CleanupTimeout: -1},
 	} {
 		_, err := pgxmanager.New(cfg)
 		require.ErrorIs(t, err, pgxmanager.ErrInvalidConfig, field)

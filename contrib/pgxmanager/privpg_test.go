@@ -21,7 +21,7 @@ import (
 
 // serverUser returns the credential to run a server's binaries with (nil:
 // the test's own user), or skips the test.
-func serverUser(t *testing.T) *syscall.Credential {
+func serverUser(t testing.TB) *syscall.Credential {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		return nil
@@ -36,7 +36,7 @@ func serverUser(t *testing.T) *syscall.Credential {
 }
 
 // serverDir returns a temporary directory the server's user owns.
-func serverDir(t *testing.T, cred *syscall.Credential) string {
+func serverDir(t testing.TB, cred *syscall.Credential) string {
 	t.Helper()
 	dir := t.TempDir()
 	if cred != nil {
@@ -55,7 +55,7 @@ func serverDir(t *testing.T, cred *syscall.Credential) string {
 
 // findBinary returns the path of a server binary, looked up in PATH and
 // then in dirs (patterns), or skips the test.
-func findBinary(t *testing.T, name string, dirs ...string) string {
+func findBinary(t testing.TB, name string, dirs ...string) string {
 	t.Helper()
 	if p, err := exec.LookPath(name); err == nil {
 		return p
@@ -71,7 +71,7 @@ func findBinary(t *testing.T, name string, dirs ...string) string {
 
 // run runs a server binary as cred, failing the test with its output on
 // an error.
-func run(t *testing.T, cred *syscall.Credential, bin string, args ...string) {
+func run(t testing.TB, cred *syscall.Credential, bin string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
@@ -83,7 +83,7 @@ func run(t *testing.T, cred *syscall.Credential, bin string, args ...string) {
 }
 
 // freePort returns a TCP port of 127.0.0.1 that nothing listens on.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -95,7 +95,7 @@ func freePort(t *testing.T) int {
 
 // privatePostgres is a PostgreSQL cluster of a test's own.
 type privatePostgres struct {
-	t    *testing.T
+	t    testing.TB
 	data string // its data directory
 	dsn  string
 }
@@ -106,7 +106,7 @@ var pgBinDirs = []string{"/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin"}
 // its own (trust authentication, user postgres, database postgres),
 // stopped at the end of the test. It skips the test where initdb or pg_ctl
 // is missing.
-func startPostgres(t *testing.T) *privatePostgres {
+func startPostgres(t testing.TB) *privatePostgres {
 	t.Helper()
 	initdb := findBinary(t, "initdb", pgBinDirs...)
 	pgctl := findBinary(t, "pg_ctl", pgBinDirs...)
@@ -156,19 +156,25 @@ func (pg *privatePostgres) pids() (postmaster int, children []int) {
 
 // signal sends sig to the postmaster and every child: SIGSTOP freezes the
 // whole server (the postmaster first, so that it forks no new backend),
-// SIGCONT thaws it (the children first).
-func (pg *privatePostgres) signal(sig syscall.Signal) {
+// SIGCONT thaws it (the children first). It returns when the first signal
+// was sent (the processes are listed before).
+func (pg *privatePostgres) signal(sig syscall.Signal) time.Time {
 	postmaster, children := pg.pids()
 	if sig == syscall.SIGSTOP {
+		sent := time.Now()
 		_ = syscall.Kill(postmaster, sig)
 		_, children = pg.pids()
+		for _, pid := range children {
+			_ = syscall.Kill(pid, sig)
+		}
+		return sent
 	}
+	sent := time.Now()
 	for _, pid := range children {
 		_ = syscall.Kill(pid, sig)
 	}
-	if sig != syscall.SIGSTOP {
-		_ = syscall.Kill(postmaster, sig)
-	}
+	_ = syscall.Kill(postmaster, sig)
+	return sent
 }
 
 // waitReady waits until the server accepts a TCP connection.

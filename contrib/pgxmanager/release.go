@@ -204,8 +204,9 @@ func (r *row) Scan(dest ...any) error {
 // tx releases its connection when Commit or Rollback of the outer
 // transaction returns, whatever the outcome: a connection still inside the
 // transaction (a failed Commit) is closed by the Manager's CheckRelease.
-// Once its connection was destroyed (a panic in a call on it), Commit and
-// Rollback return pgx.ErrTxClosed and touch nothing.
+// Once its connection was destroyed (a panic in its CopyFrom's source, or
+// in its batch's results), every call returns pgx.ErrTxClosed and touches
+// nothing. (pgx.Tx's Conn and LargeObjects are pgx's.)
 type tx struct {
 	pgx.Tx
 	h    lease
@@ -250,6 +251,51 @@ func (t *tx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []strin
 func (t *tx) kill() {
 	t.dead = true
 	t.h.destroy()
+}
+
+// The other calls of a transaction whose connection was destroyed fail
+// with pgx.ErrTxClosed and touch nothing.
+
+func (t *tx) Begin(ctx context.Context) (pgx.Tx, error) {
+	if t.dead {
+		return nil, pgx.ErrTxClosed
+	}
+	return t.Tx.Begin(ctx)
+}
+
+func (t *tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.dead {
+		return pgconn.CommandTag{}, pgx.ErrTxClosed
+	}
+	return t.Tx.Exec(ctx, sql, args...)
+}
+
+func (t *tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.dead {
+		return errRows{err: pgx.ErrTxClosed}, pgx.ErrTxClosed
+	}
+	return t.Tx.Query(ctx, sql, args...)
+}
+
+func (t *tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if t.dead {
+		return errRow{err: pgx.ErrTxClosed}
+	}
+	return t.Tx.QueryRow(ctx, sql, args...)
+}
+
+func (t *tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if t.dead {
+		return pgx.FailedBatchResults(b, pgx.ErrTxClosed)
+	}
+	return t.Tx.SendBatch(ctx, b)
+}
+
+func (t *tx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	if t.dead {
+		return nil, pgx.ErrTxClosed
+	}
+	return t.Tx.Prepare(ctx, name, sql)
 }
 
 // batchResults releases its connection when closed, unless the batch began
