@@ -199,6 +199,13 @@ func ParsePoolConfig(connString string) (*PoolConfig, error) {
 	return cfg, nil
 }
 
+// poolParams are pgxpool's connection-string parameters, which
+// ParsePoolConfig reads.
+var poolParams = [...]string{
+	"pool_max_conns", "pool_min_conns", "pool_min_idle_conns", "pool_max_conn_lifetime",
+	"pool_max_conn_lifetime_jitter", "pool_max_conn_idle_time", "pool_health_check_period", "pool_ping_timeout",
+}
+
 // dsnParams takes pgxpool's parameters out of a parsed connection string's
 // run-time parameters.
 type dsnParams struct {

@@ -48,7 +48,10 @@ type ShouldPingParams struct {
 // pgxpool.Config's names and meanings; an unset hook costs nothing.
 type Config struct {
 	// ConnConfig is what pgx.ConnectConfig takes; it must come from
-	// pgx.ParseConfig (or ParseConfig here). Required.
+	// pgx.ParseConfig (or ParseConfig here, which also takes pgxpool's
+	// pool_* parameters out of it: pgx.ParseConfig leaves them among the
+	// run-time parameters, which the server refuses, and New refuses them
+	// too). Required.
 	ConnConfig *pgx.ConnConfig
 	// BeforeConnect, if set, runs before each connect with a copy of
 	// ConnConfig that only this connect uses: rotate a password or an IAM
@@ -149,6 +152,11 @@ func New(cfg Config) (*Manager, error) {
 		return nil, invalid("CloseTimeout must be >= 0, got %v", cfg.CloseTimeout)
 	case cfg.CleanupTimeout < 0:
 		return nil, invalid("CleanupTimeout must be >= 0, got %v", cfg.CleanupTimeout)
+	}
+	for _, name := range poolParams {
+		if _, ok := cfg.ConnConfig.RuntimeParams[name]; ok {
+			return nil, invalid("ConnConfig.RuntimeParams has %s, a pgxpool parameter the server would refuse (parse the connection string with ParseConfig or ParsePoolConfig)", name)
+		}
 	}
 	if cfg.PingAfter == 0 {
 		cfg.PingAfter = DefaultPingAfter

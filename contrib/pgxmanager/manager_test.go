@@ -27,6 +27,11 @@ func TestNewNamesTheBadField(t *testing.T) {
 		require.ErrorIs(t, err, pgxmanager.ErrInvalidConfig, field)
 		assert.Contains(t, err.Error(), "Config."+field)
 	}
+	withPoolParam, err := pgx.ParseConfig("postgres://u@127.0.0.1:1/db?pool_max_conns=4")
+	require.NoError(t, err)
+	_, err = pgxmanager.New(pgxmanager.Config{ConnConfig: withPoolParam})
+	require.ErrorIs(t, err, pgxmanager.ErrInvalidConfig, "pgx.ParseConfig leaves pool_max_conns to be sent to the server")
+	assert.Contains(t, err.Error(), "pool_max_conns")
 	_, err = pgxmanager.New(pgxmanager.Config{ConnConfig: cc, PingAfter: -1})
 	require.NoError(t, err, "a negative PingAfter means never")
 	_, err = pgxmanager.ParseConfig("postgres://u@h:notaport/db")
