@@ -178,7 +178,7 @@ func TestReleaseChecksTheLifetime(t *testing.T) {
 	time.Sleep(cfg.Pool.MaxLifetime)
 	l.Release()
 	waitTotal(t, p, 0)
-	assert.EqualValues(t, 1, p.Stat().MaxLifetimeDestroyCount())
+	waitClosed(t, p, pool.CloseLifetime, 1)
 }
 
 // A connection released with a result not read to its end, or closed, is

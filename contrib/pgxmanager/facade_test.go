@@ -129,9 +129,10 @@ func TestStatCountsLifetimeAndIdleCloses(t *testing.T) {
 			cfg.Pool.MaxLifetime, cfg.Pool.MaxIdleTime = c.lifetime, c.idle
 			p := openConfig(t, cfg)
 			require.NoError(t, p.Ping(ctxFor(t, 10*time.Second)))
+			// A close is counted once Manager.Close has returned.
 			eventually(t, 10*time.Second, func() (bool, string) {
 				s := p.Stat()
-				return s.TotalConns() == 0, fmt.Sprintf("%d connections", s.TotalConns())
+				return s.TotalConns() == 0 && s.Stats().Closed == 1, fmt.Sprintf("%d connections, %d closed", s.TotalConns(), s.Stats().Closed)
 			})
 			s := p.Stat()
 			if c.name == "Lifetime" {
@@ -182,7 +183,7 @@ func TestResetClosesEveryConnection(t *testing.T) {
 		return p.Stat().TotalConns() == 0, fmt.Sprintf("%d connections", p.Stat().TotalConns())
 	})
 	require.NoError(t, p.Ping(ctx), "the pool is open")
-	assert.EqualValues(t, 3, p.Stats().ClosedBy[pool.CloseReset])
+	waitClosed(t, p, pool.CloseReset, 3)
 }
 
 // NewPool gives the facade to a pool of any Manager: here one made of
