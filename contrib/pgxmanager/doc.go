@@ -1,18 +1,25 @@
 // Package pgxmanager pools PostgreSQL connections of jackc/pgx
-// (*pgx.Conn) with poolkit's pool.
+// (*pgx.Conn) with poolkit's pool, and offers pgxpool's API over them.
 //
-// [Manager] is a manager.Manager[*pgx.Conn], built from a connection string
-// ([ParseConfig]) or a *pgx.ConnConfig: Connect opens a connection and runs an
-// AfterConnect hook; Recycle checks a connection before it is handed out
-// again, without a round trip unless it has been idle for PingAfter (then a
-// ping bounded by PingTimeout), and without ever waiting on pgconn's
-// background reader; its CheckRelease refuses a connection released closed,
-// busy or inside a transaction; Close is bounded by CloseTimeout.
+// Manager is a manager.Manager[*pgx.Conn], built from a Config (ParseConfig
+// makes one from a connection string): Connect opens a connection between
+// pgxpool's BeforeConnect and AfterConnect hooks; Recycle checks it before
+// it is handed out again, without a round trip unless a ping is due
+// (ShouldPing, or an idle time of PingAfter), and without ever waiting on
+// pgconn's background reader; a ping runs detached from the acquirer's
+// context, bounded by PingTimeout; its CheckRelease refuses a connection
+// released closed, busy or inside a transaction, or one AfterRelease
+// refuses; Close runs BeforeClose, bounds the goodbye by CloseTimeout, and
+// waits for pgconn's clean-up of a connection pgconn closed on an error only
+// up to CleanupTimeout (by default not at all).
 //
-// [Pool] is a small facade over pool.Pool[*pgx.Conn] with pgxpool's
-// query methods (Exec, Query, QueryRow, SendBatch, Begin, BeginTx,
-// CopyFrom, Ping), each acquiring a connection and releasing it when the
-// call is done with it.
+// Pool is a facade over pool.Pool[*pgx.Conn] with pgxpool.Pool's methods:
+// Exec, Query, QueryRow, SendBatch, Begin, BeginTx, CopyFrom, Ping, each
+// acquiring a connection and releasing it when the call is done with it,
+// and Acquire, AcquireFunc, Config, Reset, Stat (with pgxpool.Stat's method
+// names) and Close. Open and OpenConfig make one with pgxpool's defaults
+// and connection-string parameters (pool_max_conns and the others, see
+// ParsePoolConfig); NewPool puts one over any pool of *pgx.Conn.
 //
 // # Moving from pgxpool
 //
@@ -27,25 +34,25 @@
 //	c.Conn().Exec(ctx, sql)
 //
 //	// pgxmanager:
-//	p, err := pgxmanager.Open(dsn, pool.Config{MaxSize: 16})
+//	p, err := pgxmanager.Open(dsn, pool.Config{})
 //	defer p.Close(ctx)
 //	l, err := p.Acquire(ctx)
 //	defer l.Release()
 //	l.Value().Exec(ctx, sql)
 //
-// pgxpool.Config's fields map to pool.Config (MaxConns: MaxSize, MinIdleConns:
-// MinIdle, MaxConnLifetime: MaxLifetime, MaxConnLifetimeJitter:
-// LifetimeJitter, MaxConnIdleTime: MaxIdleTime) and to [Config] (AfterConnect;
-// a ping after PingAfter idle, as pgxpool's default ShouldPing). Remove a
-// connection string's pool_* parameters: pgx.ParseConfig passes them on to
-// the server as settings, which it refuses ("unrecognized configuration
-// parameter").
+// MIGRATING.md, in this module's directory, maps pgxpool's configuration
+// fields, connection-string parameters, hooks, methods and statistics to
+// pgxmanager's, says how to run behind PgBouncer, and lists what differs on
+// purpose (a second Release panics; Close takes a context and returns an
+// error; Acquire returns a Lease; code typed on *pgxpool.Pool, such as
+// pgx/stdlib.OpenDBFromPool, cannot take the facade).
 //
 // # What a caller sees when a connection breaks
 //
 // A query on a connection the server has terminated fails with pgx's
 // error; the connection is then closed, not handed out again. Idle
 // connections the server has terminated are found by Recycle before they are
-// handed out: only queries in flight when a connection breaks fail. Nothing
-// is retried.
+// handed out: only queries in flight when a connection breaks fail. A query
+// that failed before any of it reached the server (pgconn.SafeToRetry) is
+// retried once on another connection (see Pool).
 package pgxmanager

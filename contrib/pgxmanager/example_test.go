@@ -47,9 +47,35 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	p, err := pgxmanager.NewPool(m, pool.Config{MaxSize: 8, MinIdle: 2, MaxIdleTime: 5 * time.Minute})
+	pp, err := pool.New[*pgx.Conn](m, pool.Config{MaxSize: 8, MinIdle: 2, MaxIdleTime: 5 * time.Minute})
+	if err != nil {
+		panic(err)
+	}
+	p := pgxmanager.NewPool(pp, pgxmanager.Options{})
+	defer p.Close(context.Background())
+}
+
+// A pool configured as a pgxpool.Config would be: pgxpool's defaults and
+// pool_* parameters (pool_max_conns=8, say) from the connection string,
+// hooks beside the pool's sizes. (It needs a server, so it is compiled, not
+// run.)
+func ExampleOpenConfig() {
+	cfg, err := pgxmanager.ParsePoolConfig(os.Getenv("POOLKIT_POSTGRES_DSN"))
+	if err != nil {
+		panic(err)
+	}
+	cfg.BeforeConnect = func(ctx context.Context, cc *pgx.ConnConfig) error {
+		cc.Password = os.Getenv("PGPASSWORD") // a rotated secret, read at each connect
+		return nil
+	}
+	cfg.PrepareConn = func(ctx context.Context, c *pgx.Conn) (bool, error) {
+		return c.PgConn().TxStatus() == 'I', nil // false: destroy it and take another
+	}
+	cfg.Pool.MinIdle = 2
+	p, err := pgxmanager.OpenConfig(cfg)
 	if err != nil {
 		panic(err)
 	}
 	defer p.Close(context.Background())
+	fmt.Println(p.Stat().MaxConns())
 }

@@ -10,7 +10,9 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,7 +41,7 @@ const (
 )
 
 // dsn returns $POOLKIT_POSTGRES_DSN, or skips the test saying to set it.
-func dsn(t *testing.T) string {
+func dsn(t testing.TB) string {
 	t.Helper()
 	v := os.Getenv(envDSN)
 	if v == "" {
@@ -67,8 +69,15 @@ func uniqueName(t *testing.T) string {
 // config returns the test server's Config with the connections named name.
 func config(t *testing.T, name string) pgxmanager.Config {
 	t.Helper()
-	cfg, err := pgxmanager.ParseConfig(dsn(t))
-	require.NoError(t, err, "parsing %s", envDSN)
+	return configFor(t, dsn(t), name)
+}
+
+// configFor returns the Config of the server at conn with the connections
+// named name.
+func configFor(t *testing.T, conn, name string) pgxmanager.Config {
+	t.Helper()
+	cfg, err := pgxmanager.ParseConfig(conn)
+	require.NoError(t, err, "parsing %s", conn)
 	cfg.ConnConfig.RuntimeParams["application_name"] = name
 	return cfg
 }
@@ -97,7 +106,13 @@ type admin struct {
 
 func dialAdmin(t *testing.T) *admin {
 	t.Helper()
-	cfg := config(t, uniqueName(t)+"-admin")
+	return dialAdminAt(t, dsn(t))
+}
+
+// dialAdminAt is dialAdmin for the server at conn.
+func dialAdminAt(t *testing.T, conn string) *admin {
+	t.Helper()
+	cfg := configFor(t, conn, uniqueName(t)+"-admin")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	c, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
@@ -154,8 +169,78 @@ type faultConn struct {
 	writes     atomic.Int64 // Write calls
 	slowWrite  atomic.Int64 // nanoseconds each Write sleeps after writing
 	swallow    atomic.Bool  // writes report success and send nothing
+	fail       atomic.Bool  // writes send nothing and fail (EPIPE: as after the peer's reset)
 	stall      atomic.Bool  // writes wait for the write deadline
 	deadlineAt atomic.Int64 // the write deadline, Unix nanoseconds; 0: none
+	// readGate, if set, holds every Read until the channel is closed.
+	readGate atomic.Pointer[chan struct{}]
+	// reading counts the Reads in progress; maxReading, the most at once.
+	reading, maxReading atomic.Int32
+	closed              chan struct{}                 // closed by Close: a held Read returns
+	readDeadline        atomic.Int64                  // Unix nanoseconds; 0: none
+	deadlineSet         atomic.Pointer[chan struct{}] // closed when the read deadline changes
+	closeOnce           sync.Once
+}
+
+func (c *faultConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.TCPConn.Close()
+}
+
+func (c *faultConn) Read(p []byte) (int, error) {
+	n := c.reading.Add(1)
+	defer c.reading.Add(-1)
+	for m := c.maxReading.Load(); n > m && !c.maxReading.CompareAndSwap(m, n); m = c.maxReading.Load() {
+	}
+	for g := c.readGate.Load(); g != nil; g = c.readGate.Load() {
+		// Held: until the gate opens, the conn closes, or the read
+		// deadline (as pgconn sets it when a context ends) passes.
+		kick := c.deadlineSet.Load()
+		var timeout <-chan time.Time
+		if d := c.readDeadline.Load(); d != 0 {
+			wait := time.Until(time.Unix(0, d))
+			if wait <= 0 {
+				return 0, os.ErrDeadlineExceeded
+			}
+			timeout = time.After(wait)
+		}
+		select {
+		case <-*g:
+		case <-c.closed:
+		case <-*kick:
+		case <-timeout:
+		}
+	}
+	return c.TCPConn.Read(p)
+}
+
+func (c *faultConn) SetReadDeadline(t time.Time) error {
+	c.setReadDeadline(t)
+	return c.TCPConn.SetReadDeadline(t)
+}
+
+// setReadDeadline records the read deadline and wakes a held Read to look
+// at it.
+func (c *faultConn) setReadDeadline(t time.Time) {
+	if t.IsZero() {
+		c.readDeadline.Store(0)
+	} else {
+		c.readDeadline.Store(t.UnixNano())
+	}
+	kick := make(chan struct{})
+	if old := c.deadlineSet.Swap(&kick); old != nil {
+		close(*old)
+	}
+}
+
+// holdReads makes Reads wait until the returned function is called.
+func (c *faultConn) holdReads() (release func()) {
+	g := make(chan struct{})
+	c.readGate.Store(&g)
+	return func() {
+		c.readGate.Store(nil)
+		close(g)
+	}
 }
 
 func (c *faultConn) Write(p []byte) (int, error) {
@@ -170,6 +255,8 @@ func (c *faultConn) Write(p []byte) (int, error) {
 		}
 	case c.swallow.Load():
 		return len(p), nil
+	case c.fail.Load():
+		return 0, &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}
 	}
 	n, err := c.TCPConn.Write(p)
 	if d := c.slowWrite.Load(); d > 0 {
@@ -180,6 +267,7 @@ func (c *faultConn) Write(p []byte) (int, error) {
 
 func (c *faultConn) SetDeadline(t time.Time) error {
 	c.setWriteDeadline(t)
+	c.setReadDeadline(t)
 	return c.TCPConn.SetDeadline(t)
 }
 
@@ -210,7 +298,9 @@ func dialFaulty(cfg pgxmanager.Config) <-chan *faultConn {
 			_ = c.Close()
 			return nil, fmt.Errorf("faultConn needs TCP, got %T (a Unix socket DSN?)", c)
 		}
-		fc := &faultConn{TCPConn: tc}
+		fc := &faultConn{TCPConn: tc, closed: make(chan struct{})}
+		kick := make(chan struct{})
+		fc.deadlineSet.Store(&kick)
 		conns <- fc
 		return fc, nil
 	}

@@ -4,73 +4,131 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/poolkit/poolkit/manager"
 )
 
-// Defaults for the zero values of [Config].
+// Defaults for the zero values of Config.
 const (
-	// DefaultPingAfter is [Config.PingAfter]'s default: Recycle pings a
+	// DefaultPingAfter is Config.PingAfter's default: Recycle pings a
 	// connection idle for a second or more, as pgxpool does.
 	DefaultPingAfter = time.Second
-	// DefaultPingTimeout is [Config.PingTimeout]'s default.
+	// DefaultPingTimeout is Config.PingTimeout's default.
 	DefaultPingTimeout = 5 * time.Second
-	// DefaultCloseTimeout is [Config.CloseTimeout]'s default.
-	DefaultCloseTimeout = 5 * time.Second
+	// DefaultCloseTimeout is Config.CloseTimeout's default: the goodbye of a
+	// connection (a Terminate message written) takes microseconds unless the
+	// socket's buffer is full, as towards a server that stopped reading.
+	DefaultCloseTimeout = 250 * time.Millisecond
 )
 
-// ErrNotReusable is matched ([errors.Is]) by every error Recycle and
+// ErrNotReusable is matched (errors.Is) by every error Recycle and
 // CheckRelease return for a connection that must not be handed out again.
 var ErrNotReusable = errors.New("pgxmanager: connection not reusable")
 
-// ErrInvalidConfig is matched by every error New returns for a bad [Config].
+// ErrInvalidConfig is matched by every error New returns for a bad Config.
 var ErrInvalidConfig = errors.New("pgxmanager: invalid config")
 
-// Config configures a [Manager]. Zero values mean the documented defaults; New
-// returns an error naming the field for any invalid value.
+// ShouldPingParams are what Config.ShouldPing decides on.
+type ShouldPingParams struct {
+	Conn *pgx.Conn
+	// IdleDuration is how long the connection has been idle, from its last
+	// release (to the resolution of the pool's coarse clock: never less than
+	// the true idle time).
+	IdleDuration time.Duration
+}
+
+// Config configures a Manager. Zero values mean the documented defaults; New
+// returns an error naming the field for any invalid value. The hooks have
+// pgxpool.Config's names and meanings; an unset hook costs nothing.
 type Config struct {
 	// ConnConfig is what pgx.ConnectConfig takes; it must come from
-	// pgx.ParseConfig (or ParseConfig here). Each Connect uses a copy.
-	// Required.
+	// pgx.ParseConfig (or ParseConfig here, which also takes pgxpool's
+	// pool_* parameters out of it: pgx.ParseConfig leaves them among the
+	// run-time parameters, which the server refuses, and New refuses them
+	// too). Required.
 	ConnConfig *pgx.ConnConfig
+	// BeforeConnect, if set, runs before each connect with a copy of
+	// ConnConfig that only this connect uses: rotate a password or an IAM
+	// token there. An error fails the connect (and is returned wrapped).
+	BeforeConnect func(ctx context.Context, cc *pgx.ConnConfig) error
 	// AfterConnect, if set, runs on each new connection before the pool
 	// sees it, under Connect's context: session settings, prepared
 	// statements, type registrations. An error closes the connection and
 	// fails the connect.
 	AfterConnect func(ctx context.Context, c *pgx.Conn) error
+	// ShouldPing, if set, decides whether Recycle pings a connection, in
+	// place of PingAfter. It runs on every reuse of a connection (not on its
+	// first hand-out, which follows its connect) and on every background
+	// health check of one. When it returns false the checks without a round
+	// trip still run.
+	ShouldPing func(ctx context.Context, p ShouldPingParams) bool
+	// AfterRelease, if set, runs in CheckRelease on each connection released
+	// in a reusable state, on the releasing goroutine: false closes the
+	// connection instead of pooling it.
+	AfterRelease func(c *pgx.Conn) bool
+	// BeforeClose, if set, runs in Close before each connection is closed.
+	BeforeClose func(c *pgx.Conn)
 	// PingAfter: Recycle pings (one round trip) a connection idle at least
 	// this long before handing it out again. 0: DefaultPingAfter; negative:
-	// never (the checks without a round trip still run).
+	// never (the checks without a round trip still run). Ignored when
+	// ShouldPing is set.
 	PingAfter time.Duration
-	// PingTimeout bounds each ping Recycle sends, on top of the acquirer's
-	// context. 0: DefaultPingTimeout. Negative is invalid.
+	// PingTimeout bounds each ping Recycle sends. The ping does not run
+	// under the acquirer's context: an acquirer that gives up returns at
+	// once and the ping finishes without it (see Recycle). 0:
+	// DefaultPingTimeout. Negative is invalid.
 	PingTimeout time.Duration
-	// CloseTimeout bounds Close: the polite goodbye (a Terminate message)
-	// before the socket is closed regardless. 0: DefaultCloseTimeout.
+	// CloseTimeout bounds the goodbye of a connection Close closes (a
+	// Terminate message, written unless the socket's buffer is full), after
+	// which the socket is closed regardless. 0: DefaultCloseTimeout.
 	// Negative is invalid.
 	CloseTimeout time.Duration
-}
-
-// ParseConfig parses a connection string (URL or key=value, as
-// pgx.ParseConfig) into a [Config] with the defaults.
-func ParseConfig(connString string) (Config, error) {
-	cc, err := pgx.ParseConfig(connString)
-	if err != nil {
-		return Config{}, err
-	}
-	return Config{ConnConfig: cc}, nil
+	// CleanupTimeout is how long Close waits for pgconn's clean-up of a
+	// connection pgconn already closed on an error (a query cut short by its
+	// context, a broken socket): a cancel request, on a connection of its
+	// own, then reading what the server still sends on this one, up to 15 s.
+	// 0 (the default): Close closes the socket at once and the cancel
+	// request goes on without it, so that the slot is free for a new
+	// connection at once, as database/sql frees it. Positive: Close waits up
+	// to that long, so that the server's backend is gone before the slot
+	// is used again (for a server whose max_connections leaves no room for
+	// one more), and closes the socket itself past it; a server that stops
+	// answering then holds each such slot for CleanupTimeout. Either way
+	// Manager.ForcedCloses counts the closes that did not wait for the end.
+	// Negative is invalid.
+	CleanupTimeout time.Duration
 }
 
 // Manager is a manager.Manager[*pgx.Conn] that also implements
-// [manager.ReleaseChecker]: Connect opens a connection (then runs AfterConnect),
-// Recycle checks it before each reuse, CheckRelease refuses one released in
-// a state the next user must not inherit, and Close closes it within
-// CloseTimeout. It is immutable once made and safe for concurrent use.
+// manager.ReleaseChecker: Connect opens a connection (with BeforeConnect and
+// AfterConnect), Recycle checks it before each reuse, CheckRelease refuses
+// one released in a state the next user must not inherit (and asks
+// AfterRelease), and Close closes it within CloseTimeout (after
+// BeforeClose). Its configuration is fixed once made; it is safe for
+// concurrent use.
+//
+// A panic in a hook is recovered where the pool has no caller to give it to
+// (BeforeConnect, AfterConnect, BeforeClose: they run on the pool's
+// goroutines) and becomes an error of Connect or Close; ShouldPing and
+// AfterRelease run on the caller's goroutine and their panics reach it.
 type Manager struct {
 	cfg Config // defaults filled in; never written after New
+
+	forced atomic.Uint64 // closes that closed the socket themselves (see Close)
+
+	// parked counts the entries of pings: pings left running, or finished,
+	// by a Recycle whose context ended, not yet collected by the next
+	// Recycle or Close of their connection. Recycle and Close look in pings
+	// only when it is not zero.
+	parked atomic.Int64
+	mu     sync.Mutex
+	pings  map[*pgx.Conn]*ping // guarded by mu
 }
 
 var (
@@ -82,8 +140,8 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: Config."+format, append([]any{ErrInvalidConfig}, args...)...)
 }
 
-// New returns a [Manager] for cfg. It returns an error matching
-// [ErrInvalidConfig], naming the field, if cfg is invalid.
+// New returns a Manager for cfg. It returns an error matching
+// ErrInvalidConfig, naming the field, if cfg is invalid.
 func New(cfg Config) (*Manager, error) {
 	switch {
 	case cfg.ConnConfig == nil:
@@ -92,6 +150,13 @@ func New(cfg Config) (*Manager, error) {
 		return nil, invalid("PingTimeout must be >= 0, got %v", cfg.PingTimeout)
 	case cfg.CloseTimeout < 0:
 		return nil, invalid("CloseTimeout must be >= 0, got %v", cfg.CloseTimeout)
+	case cfg.CleanupTimeout < 0:
+		return nil, invalid("CleanupTimeout must be >= 0, got %v", cfg.CleanupTimeout)
+	}
+	for _, name := range poolParams {
+		if _, ok := cfg.ConnConfig.RuntimeParams[name]; ok {
+			return nil, invalid("ConnConfig.RuntimeParams has %s, a pgxpool parameter the server would refuse (parse the connection string with ParseConfig or ParsePoolConfig)", name)
+		}
 	}
 	if cfg.PingAfter == 0 {
 		cfg.PingAfter = DefaultPingAfter
@@ -102,25 +167,54 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.CloseTimeout == 0 {
 		cfg.CloseTimeout = DefaultCloseTimeout
 	}
-	return &Manager{cfg: cfg}, nil
+	return &Manager{cfg: cfg, pings: make(map[*pgx.Conn]*ping)}, nil
 }
 
+// ForcedCloses returns how many Close calls closed a connection's socket
+// themselves before the connection's end was complete: a goodbye that did
+// not finish within CloseTimeout (a full socket buffer, as towards a server
+// that stopped reading), or pgconn's clean-up of a connection it closed on
+// an error, not waited for (CleanupTimeout 0) or not finished within
+// CleanupTimeout (a server that stopped answering).
+func (m *Manager) ForcedCloses() uint64 { return m.forced.Load() }
+
 // Connect opens a connection under ctx (which bounds the whole start-up:
-// dial, TLS, authentication, AfterConnect) and runs AfterConnect on it. It
-// returns pgx's error, or AfterConnect's wrapped, after closing the
-// connection.
+// BeforeConnect, dial, TLS, authentication, AfterConnect). It returns pgx's
+// error, or a hook's wrapped; after AfterConnect fails, the connection is
+// closed first.
 func (m *Manager) Connect(ctx context.Context) (*pgx.Conn, error) {
-	c, err := pgx.ConnectConfig(ctx, m.cfg.ConnConfig)
+	cc := m.cfg.ConnConfig
+	if m.cfg.BeforeConnect != nil {
+		cc = cc.Copy()
+		if err := guard("BeforeConnect", func() error { return m.cfg.BeforeConnect(ctx, cc) }); err != nil {
+			return nil, err
+		}
+	}
+	c, err := pgx.ConnectConfig(ctx, cc)
 	if err != nil {
 		return nil, err
 	}
 	if m.cfg.AfterConnect != nil {
-		if err := m.cfg.AfterConnect(ctx, c); err != nil {
-			_ = m.Close(c)
-			return nil, fmt.Errorf("pgxmanager: AfterConnect: %w", err)
+		if err := guard("AfterConnect", func() error { return m.cfg.AfterConnect(ctx, c) }); err != nil {
+			_ = m.closeConn(c) // the pool never saw it: no BeforeClose
+			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// guard runs the hook f, returning its error, or its panic as an error,
+// wrapped with the hook's name.
+func guard(hook string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("pgxmanager: %s panicked: %v", hook, r)
+		}
+	}()
+	if err := f(); err != nil {
+		return fmt.Errorf("pgxmanager: %s: %w", hook, err)
+	}
+	return nil
 }
 
 // doneCtx is a context that has ended: SyncConn under it returns at once,
@@ -132,14 +226,27 @@ var doneCtx = func() context.Context {
 }()
 
 // Recycle reports whether c may be handed out again. Every error it returns
-// matches [ErrNotReusable].
+// matches ErrNotReusable; every one but a ping cut short by ctx also matches
+// manager.ErrBroken, so that the pool closes the connection whatever ctx's
+// state.
 //
-// First the checks of CheckRelease, with no I/O. Then, if c has been idle
-// for less than PingAfter (by met.LastUsed, which the pool records on a
-// coarse clock), a check with no round trip: a non-blocking peek at the
-// socket, which finds a connection the server has closed or sent something
-// unasked (pg_terminate_backend sends a FATAL error, then closes). Otherwise,
-// a ping: one round trip, under ctx and PingTimeout, whichever ends first.
+// First the checks of CheckRelease, with no I/O (a connection pgconn closed
+// is refused here). Then, unless a ping is due (ShouldPing, if set, decides;
+// else an idle time of PingAfter or more by met.LastUsed), a check with no
+// round trip: a non-blocking peek at the socket, which finds a connection
+// the server has closed or sent something unasked (pg_terminate_backend
+// sends a FATAL error, then closes). When a ping is due: one round trip,
+// bounded by PingTimeout.
+//
+// The ping runs detached from ctx, as pgxpool's does: if ctx ends first,
+// Recycle returns at once with an error matching ctx's (and not ErrBroken),
+// and the pool keeps the connection idle while the ping goes on, on a
+// goroutine of its own, for at most PingTimeout. The next Recycle or Close
+// of that connection collects the ping before anything else touches the
+// connection: Recycle waits for it (under its own ctx) and goes on if the
+// server answered, or refuses the connection if not; Close cuts it short.
+// So the connection is never used by two parties, and a server that answers
+// late costs no connection.
 //
 // The peek is safe with pgconn's background reader. pgconn starts that
 // reader when a write is slow (15 ms) and stops it only after its next read
@@ -148,48 +255,133 @@ var doneCtx = func() context.Context {
 // peeks only when pgconn.PgConn.SyncConn, asked under a context that has
 // already ended, reports that no reader runs and nothing is buffered; when
 // one runs, Recycle pings instead, and the ping's reply ends the parked read.
-// Over TLS the socket cannot be peeked (see [manager.Dialer.Recycle]): only
-// the ping after PingAfter checks the connection.
+// Over TLS the socket cannot be peeked (see manager.Dialer.Recycle): only
+// the ping checks the connection.
 //
 // A connection with unread data (the server's notifications of a LISTEN, a
 // notice sent unasked) fails the peek and is closed rather than guessed at.
-// When the ping fails because ctx ended, the error matches ctx's error too.
 func (m *Manager) Recycle(ctx context.Context, c *pgx.Conn, met manager.Metrics) error {
-	if err := m.CheckRelease(c); err != nil {
+	if m.parked.Load() != 0 {
+		if p := m.unpark(c); p != nil {
+			if err := m.await(ctx, c, p); err != nil {
+				return err
+			}
+		}
+	}
+	if err := checkState(c); err != nil {
 		return err
 	}
-	pc := c.PgConn()
-	if m.cfg.PingAfter < 0 || time.Since(met.LastUsed) < m.cfg.PingAfter {
+	if !m.pingDue(ctx, c, met) {
+		pc := c.PgConn()
 		if pc.SyncConn(doneCtx) == nil {
 			if err := (manager.Dialer{}).Recycle(ctx, pc.Conn(), met); err != nil {
-				return fmt.Errorf("%w: %w", ErrNotReusable, err)
+				return fmt.Errorf("%w: %w: %w", ErrNotReusable, manager.ErrBroken, err)
 			}
 			return nil
 		}
 		// pgconn's background reader may hold the socket: ping.
 	}
-	pctx, cancel := context.WithTimeout(ctx, m.cfg.PingTimeout)
-	defer cancel()
-	if err := pc.Ping(pctx); err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return fmt.Errorf("%w: ping: %w (%w)", ErrNotReusable, cerr, err)
-		}
-		return fmt.Errorf("%w: ping: %w", ErrNotReusable, err)
+	return m.ping(ctx, c)
+}
+
+// pingDue reports whether Recycle pings c.
+func (m *Manager) pingDue(ctx context.Context, c *pgx.Conn, met manager.Metrics) bool {
+	if m.cfg.ShouldPing != nil {
+		return m.cfg.ShouldPing(ctx, ShouldPingParams{Conn: c, IdleDuration: time.Since(met.LastUsed)})
+	}
+	return m.cfg.PingAfter >= 0 && time.Since(met.LastUsed) >= m.cfg.PingAfter
+}
+
+// ping is one ping of c, detached from ctx and bounded by PingTimeout.
+type ping struct {
+	done   chan struct{} // closed when err is set
+	err    error
+	cancel context.CancelFunc // ends the ping's context
+}
+
+// ping pings c under PingTimeout. If ctx can end, the ping runs on a
+// goroutine of its own, so that Recycle can return when ctx ends and leave
+// the ping parked for the next Recycle or Close of c.
+func (m *Manager) ping(ctx context.Context, c *pgx.Conn) error {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.PingTimeout)
+	if ctx.Done() == nil { // ctx cannot end: nothing to detach from
+		defer cancel()
+		return pingErr(c.PgConn().Ping(pctx))
+	}
+	p := &ping{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(p.done)
+		p.err = c.PgConn().Ping(pctx)
+		cancel()
+	}()
+	return m.await(ctx, c, p)
+}
+
+func pingErr(err error) error {
+	if err != nil {
+		return fmt.Errorf("%w: %w: ping: %w", ErrNotReusable, manager.ErrBroken, err)
 	}
 	return nil
 }
 
+// await waits under ctx for the ping p of c: its result, or, if ctx ends
+// first, an error matching ctx's after parking p for the next Recycle or
+// Close of c.
+func (m *Manager) await(ctx context.Context, c *pgx.Conn, p *ping) error {
+	select {
+	case <-p.done:
+		return pingErr(p.err)
+	case <-ctx.Done():
+		m.park(c, p)
+		return fmt.Errorf("%w: the acquirer gave up during a ping, which goes on without it: %w", ErrNotReusable, ctx.Err())
+	}
+}
+
+func (m *Manager) park(c *pgx.Conn, p *ping) {
+	m.mu.Lock()
+	m.pings[c] = p
+	m.mu.Unlock()
+	m.parked.Add(1)
+}
+
+// unpark removes and returns the ping parked on c, if any.
+func (m *Manager) unpark(c *pgx.Conn) *ping {
+	m.mu.Lock()
+	p, ok := m.pings[c]
+	if ok {
+		delete(m.pings, c)
+	}
+	m.mu.Unlock()
+	if ok {
+		m.parked.Add(-1)
+	}
+	return p
+}
+
 // Errors of CheckRelease, built once.
 var (
-	errClosed = fmt.Errorf("%w: closed", ErrNotReusable)
-	errBusy   = fmt.Errorf("%w: busy (a result not read to its end)", ErrNotReusable)
+	errClosed       = fmt.Errorf("%w: %w: closed", ErrNotReusable, manager.ErrBroken)
+	errBusy         = fmt.Errorf("%w: %w: busy (a result not read to its end)", ErrNotReusable, manager.ErrBroken)
+	errAfterRelease = fmt.Errorf("%w: %w: AfterRelease returned false", ErrNotReusable, manager.ErrBroken)
 )
 
 // CheckRelease refuses a connection that is closed, busy (a query's result
 // not read to its end, a batch not closed) or not idle outside a
-// transaction (a transaction left open, or failed and not rolled back): the
-// pool closes it instead of handing it to the next user.
-func (*Manager) CheckRelease(c *pgx.Conn) error {
+// transaction (a transaction left open, or failed and not rolled back), or
+// that AfterRelease refuses: the pool closes it instead of handing it to the
+// next user. Its errors match ErrNotReusable and manager.ErrBroken.
+func (m *Manager) CheckRelease(c *pgx.Conn) error {
+	if err := checkState(c); err != nil {
+		return err
+	}
+	if m.cfg.AfterRelease != nil && !m.cfg.AfterRelease(c) {
+		return errAfterRelease
+	}
+	return nil
+}
+
+// checkState is CheckRelease's checks of the connection's own state.
+func checkState(c *pgx.Conn) error {
 	pc := c.PgConn()
 	switch {
 	case pc.IsClosed():
@@ -197,27 +389,75 @@ func (*Manager) CheckRelease(c *pgx.Conn) error {
 	case pc.IsBusy():
 		return errBusy
 	case pc.TxStatus() != 'I':
-		return fmt.Errorf("%w: transaction status %q (a transaction left open)", ErrNotReusable, pc.TxStatus())
+		return fmt.Errorf("%w: %w: transaction status %q (a transaction left open)", ErrNotReusable, manager.ErrBroken, pc.TxStatus())
 	}
 	return nil
 }
 
-// Close closes c: a Terminate message, then the socket, within
-// CloseTimeout. A connection pgconn already closed on an error (a query cut
-// short by its context, a broken socket) may still be cleaning up on a
-// goroutine of pgconn's (a cancel request, draining the socket): Close waits
-// for that too, up to CloseTimeout, so that the pool frees the slot only
-// once the server's backend is on its way out; past it, Close closes the
-// socket itself and returns. The socket is closed whatever the error.
+// Close closes c, after BeforeClose: a Terminate message, then the socket,
+// within CloseTimeout. A ping that a Recycle left running on c is cut short
+// first.
+//
+// A connection pgconn already closed on an error (a query cut short by its
+// context, a broken socket) may still be cleaning up on a goroutine of
+// pgconn's: a cancel request on a connection of its own, then reading what
+// the server still sends on this one, for up to 15 s when the server does
+// not answer. Close waits for that for CleanupTimeout (by default not at
+// all), then closes the socket itself (ForcedCloses counts it); the cancel
+// request goes on without it. So the connection's slot, which the pool
+// frees when Close returns, is never held for a server that stopped
+// answering (frozen, partitioned) beyond CleanupTimeout, and the socket is
+// closed before it is freed.
 func (m *Manager) Close(c *pgx.Conn) error {
+	pc := c.PgConn()
+	if m.parked.Load() != 0 {
+		if p := m.unpark(c); p != nil {
+			p.cancel()
+			_ = pc.Conn().Close() // ends the ping's read whatever pgconn's context handler does
+			<-p.done
+		}
+	}
+	var hookErr error
+	if m.cfg.BeforeClose != nil {
+		hookErr = guard("BeforeClose", func() error { m.cfg.BeforeClose(c); return nil })
+	}
+	return errors.Join(hookErr, m.closeConn(c))
+}
+
+// closeConn is Close's goodbye, bounded by CloseTimeout, or for a
+// connection pgconn closed, its wait for pgconn's clean-up.
+func (m *Manager) closeConn(c *pgx.Conn) error {
+	pc := c.PgConn()
+	if pc.IsClosed() {
+		m.awaitCleanup(pc)
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CloseTimeout)
 	defer cancel()
-	err := c.Close(ctx)
-	pc := c.PgConn()
-	select {
-	case <-pc.CleanupDone():
-	case <-ctx.Done():
-		_ = pc.Conn().Close() // ends pgconn's drain of the socket
+	err := c.Close(ctx)   // closes the socket on return, whatever the error
+	if ctx.Err() != nil { // the goodbye was cut short by the deadline
+		m.forced.Add(1)
 	}
 	return err
+}
+
+// awaitCleanup waits up to CleanupTimeout for pgconn's clean-up of pc,
+// which pgconn closed, then closes the socket if the clean-up goes on.
+func (m *Manager) awaitCleanup(pc *pgconn.PgConn) {
+	select {
+	case <-pc.CleanupDone():
+		return
+	default:
+	}
+	if d := m.cfg.CleanupTimeout; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-pc.CleanupDone():
+			return
+		case <-t.C:
+		}
+	}
+	_ = pc.Conn().Close() // ends pgconn's drain of the socket; its cancel request goes on
+	m.forced.Add(1)
 }

@@ -18,14 +18,20 @@ func TestNewNamesTheBadField(t *testing.T) {
 	cc, err := pgx.ParseConfig("postgres://u@127.0.0.1:1/db")
 	require.NoError(t, err)
 	for field, cfg := range map[string]pgxmanager.Config{
-		"ConnConfig":   {},
-		"PingTimeout":  {ConnConfig: cc, PingTimeout: -1},
-		"CloseTimeout": {ConnConfig: cc, CloseTimeout: -1},
+		"ConnConfig":     {},
+		"PingTimeout":    {ConnConfig: cc, PingTimeout: -1},
+		"CloseTimeout":   {ConnConfig: cc, CloseTimeout: -1},
+		"CleanupTimeout": {ConnConfig: cc, CleanupTimeout: -1},
 	} {
 		_, err := pgxmanager.New(cfg)
 		require.ErrorIs(t, err, pgxmanager.ErrInvalidConfig, field)
 		assert.Contains(t, err.Error(), "Config."+field)
 	}
+	withPoolParam, err := pgx.ParseConfig("postgres://u@127.0.0.1:1/db?pool_max_conns=4")
+	require.NoError(t, err)
+	_, err = pgxmanager.New(pgxmanager.Config{ConnConfig: withPoolParam})
+	require.ErrorIs(t, err, pgxmanager.ErrInvalidConfig, "pgx.ParseConfig leaves pool_max_conns to be sent to the server")
+	assert.Contains(t, err.Error(), "pool_max_conns")
 	_, err = pgxmanager.New(pgxmanager.Config{ConnConfig: cc, PingAfter: -1})
 	require.NoError(t, err, "a negative PingAfter means never")
 	_, err = pgxmanager.ParseConfig("postgres://u@h:notaport/db")

@@ -2,6 +2,8 @@ package pgxmanager
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -9,101 +11,302 @@ import (
 	"github.com/poolkit/poolkit/pool"
 )
 
-// Pool runs queries on a pool.Pool[*pgx.Conn], acquiring a connection for
-// each call and releasing it when the call is done with it: at once for
-// Exec, CopyFrom and Ping; when the rows are closed (or read to their end)
-// for Query; when the row is scanned for QueryRow; when the results are
-// closed for SendBatch; at Commit or Rollback for Begin. A call that does not
-// release (rows never closed, a Tx never ended) holds its connection, as with
+// Pool runs queries on a pool.Pool[*pgx.Conn] with pgxpool.Pool's methods,
+// acquiring a connection for each call and releasing it when the call is
+// done with it: at once for Exec, CopyFrom and Ping; when the rows are
+// closed, read to their end, or fail (a Scan or Values error) for Query;
+// when the row is scanned for QueryRow; when the results are closed for
+// SendBatch; at Commit or Rollback for Begin. A call that does not release
+// (rows never closed, a Tx never ended) holds its connection, as with
 // pgxpool. It is safe for concurrent use; the Rows, Row, BatchResults and Tx
 // it returns are not.
 //
-// A connection is released, never destroyed, by these methods: the
-// [Manager]'s CheckRelease closes one left closed, busy or in a transaction.
+// A connection is released by these methods, and the Manager's
+// CheckRelease closes one left closed, busy or in a transaction. A panic in
+// the middle of a call on a connection (a driver.Valuer or codec encoding an
+// argument, a Scanner, a batch's callback, a CopyFromSource, the function
+// of AcquireFunc) destroys the connection, whose protocol state is then
+// unknown, and goes on to the caller; the Rows, Row or BatchResults it came
+// from are closed with an error matching ErrPanicked. (A panic in the body
+// of pgx.BeginFunc ends with the Rollback that BeginFunc defers: a
+// connection that cannot roll back is closed by pgx, then refused on
+// release.)
+//
+// # Retries
+//
+// A query that fails on a pooled connection before anything of it reached
+// the server (pgconn.SafeToRetry: the connection was found dead while
+// sending) is retried once, on another connection, after the first is
+// destroyed, as database/sql does with driver.ErrBadConn; Stat's RetryCount
+// counts them. Exec, Query (at its first Next), QueryRow, Begin, BeginTx and
+// Ping retry; SendBatch and CopyFrom do not (their batch's or source's state
+// has moved on by the time the error is known), nor does anything once the
+// call's context has ended. Options.DisableRetry turns retries off.
 type Pool struct {
-	p *pool.Pool[*pgx.Conn]
+	p       *pool.Pool[*pgx.Conn]
+	m       *Manager    // the Manager OpenConfig made; nil from NewPool
+	cfg     *PoolConfig // what Config returns copies of; never written after it is made
+	prepare func(context.Context, *pgx.Conn) (bool, error)
+	retry   bool
+	retries atomic.Int64
 }
 
-// NewPool returns a [Pool] over a [pool.Pool] of connections made by m. cfg is
-// the pool's configuration; [pool.New]'s error (naming a bad field) is
-// returned.
-func NewPool(m *Manager, cfg pool.Config) (*Pool, error) {
-	p, err := pool.New[*pgx.Conn](m, cfg)
+// NewPool returns a Pool over p, whatever its Manager, with the facade's
+// options opts. Its Config reports only opts; its Stat counts no forced
+// closes (see Manager.ForcedCloses) unless p's Manager is reached some other
+// way.
+func NewPool(p *pool.Pool[*pgx.Conn], opts Options) *Pool {
+	if p == nil {
+		panic("pgxmanager: NewPool: nil pool")
+	}
+	fp := &Pool{p: p, cfg: &PoolConfig{Options: opts}, retry: !opts.DisableRetry}
+	switch {
+	case opts.PrepareConn != nil:
+		fp.prepare = opts.PrepareConn
+	case opts.BeforeAcquire != nil:
+		before := opts.BeforeAcquire
+		fp.prepare = func(ctx context.Context, c *pgx.Conn) (bool, error) { return before(ctx, c), nil }
+	}
+	return fp
+}
+
+// Open parses connString with ParsePoolConfig (pgx's parameters and
+// pgxpool's pool_* ones), lets each non-zero field of pc override the pool
+// configuration it gives (pc wins over the connection string, which wins
+// over pgxpool's defaults), and opens the Pool with OpenConfig. Open(dsn,
+// pool.Config{}) is pgxpool.New(ctx, dsn).
+func Open(connString string, pc pool.Config) (*Pool, error) {
+	cfg, err := ParsePoolConfig(connString)
 	if err != nil {
 		return nil, err
 	}
-	return &Pool{p: p}, nil
+	override(&cfg.Pool, pc)
+	return OpenConfig(cfg)
 }
 
-// Open parses connString (see [ParseConfig]) and returns a [Pool] of its
-// connections with the [Manager]'s defaults and the pool configuration cfg.
-// It does not connect: the first query does (or the pool's maintainer, with
-// cfg.MinIdle set).
-func Open(connString string, cfg pool.Config) (*Pool, error) {
-	mc, err := ParseConfig(connString)
+// OpenConfig returns a Pool of connections made by a Manager of cfg.Config,
+// in a pool.Pool of cfg.Pool (with pgxpool's defaults in its zero fields:
+// see PoolConfig), with the facade's cfg.Options. It works on a copy of
+// cfg. It does not connect: the first query does (or the pool's
+// maintainer, with cfg.Pool.MinIdle set). New's and pool.New's errors
+// (naming a bad field) are returned.
+func OpenConfig(cfg *PoolConfig) (*Pool, error) {
+	if cfg == nil {
+		return nil, invalid("nil *PoolConfig")
+	}
+	c := cfg.Copy()
+	c.Pool = withDefaults(c.Pool)
+	m, err := New(c.Config)
 	if err != nil {
 		return nil, err
 	}
-	m, err := New(mc)
+	c.Config = m.cfg // with the Manager's defaults, for Config
+	p, err := pool.New[*pgx.Conn](m, forPool(c.Pool))
 	if err != nil {
 		return nil, err
 	}
-	return NewPool(m, cfg)
+	fp := NewPool(p, c.Options)
+	fp.m, fp.cfg = m, c
+	return fp, nil
 }
 
-// Pool returns the underlying pool, for Acquire, Stats, SetMaxSize, Reset.
+// Pool returns the underlying pool, for SetMaxSize, Warm, TryAcquire.
 func (p *Pool) Pool() *pool.Pool[*pgx.Conn] { return p.p }
 
-// Acquire returns a lease on a connection (see [pool.Pool.Acquire]). Release
-// it when done; it must not be used afterwards.
-func (p *Pool) Acquire(ctx context.Context) (pool.Lease[*pgx.Conn], error) {
-	return p.p.Acquire(ctx)
-}
+// Config returns a copy of the configuration the Pool was opened with
+// (OpenConfig, Open), defaults filled in: fed to OpenConfig it opens the
+// same pool again. For a Pool made by NewPool it holds only the Options.
+func (p *Pool) Config() *PoolConfig { return p.cfg.Copy() }
 
 // Stats returns the pool's statistics.
 func (p *Pool) Stats() pool.Stats { return p.p.Stats() }
 
-// Close closes the pool (see [pool.Pool.Close]): it returns once every
+// Stat returns the pool's statistics under pgxpool.Stat's method names,
+// with the facade's own counters.
+func (p *Pool) Stat() *Stat {
+	st := &Stat{s: p.p.Stats(), retries: p.retries.Load()}
+	if p.m != nil {
+		st.forced = p.m.ForcedCloses()
+	}
+	return st
+}
+
+// Reset closes every idle connection, and every leased one when it is
+// released, leaving the pool open (pool.Pool.Reset).
+func (p *Pool) Reset() { p.p.Reset() }
+
+// Close closes the pool (see pool.Pool.Close): it returns once every
 // connection is closed, leased ones included once they are released, or
 // ctx's error.
 func (p *Pool) Close(ctx context.Context) error { return p.p.Close(ctx) }
 
+// errTooManyRefusals ends an Acquire whose every connection PrepareConn
+// refused.
+var errTooManyRefusals = errors.New("pgxmanager: too many failed attempts acquiring a connection: PrepareConn (or BeforeAcquire) refused each one")
+
+// Acquire returns a lease on a connection (see pool.Pool.Acquire), after
+// Options.PrepareConn if it is set. Release it when done; it must not be
+// used afterwards.
+func (p *Pool) Acquire(ctx context.Context) (pool.Lease[*pgx.Conn], error) {
+	if p.prepare == nil {
+		return p.p.Acquire(ctx)
+	}
+	return p.acquirePrepared(ctx)
+}
+
+func (p *Pool) acquirePrepared(ctx context.Context) (pool.Lease[*pgx.Conn], error) {
+	var none pool.Lease[*pgx.Conn]
+	limit := 0 // MaxSize+1 refusals, read at the first
+	for refusals := 0; ; refusals++ {
+		if refusals > 0 {
+			if limit == 0 {
+				limit = p.p.Stats().MaxSize + 1
+			}
+			if refusals >= limit {
+				return none, errTooManyRefusals
+			}
+		}
+		l, err := p.p.Acquire(ctx)
+		if err != nil {
+			return none, err
+		}
+		ok, err := p.prepareOn(ctx, l)
+		if !ok {
+			l.Destroy()
+		}
+		if err != nil {
+			if ok {
+				l.Release()
+			}
+			return none, err
+		}
+		if ok {
+			return l, nil
+		}
+	}
+}
+
+// prepareOn runs PrepareConn on l's connection; a panic destroys it.
+func (p *Pool) prepareOn(ctx context.Context, l pool.Lease[*pgx.Conn]) (bool, error) {
+	done := false
+	defer destroyUnless(&done, l)
+	ok, err := p.prepare(ctx, l.Value())
+	done = true
+	return ok, err
+}
+
+// destroyUnless is deferred around a call on a leased connection, with *done
+// false until the call returns: a call that panicked leaves the protocol in
+// an unknown state, so the connection is destroyed before the panic goes on.
+func destroyUnless(done *bool, l pool.Lease[*pgx.Conn]) {
+	if !*done {
+		l.Destroy()
+	}
+}
+
+// retryable reports whether a call that failed with err on its try'th
+// attempt (from 0) is retried.
+func (p *Pool) retryable(ctx context.Context, err error, try int) bool {
+	return err != nil && try == 0 && p.retry && ctx.Err() == nil && pgconn.SafeToRetry(err)
+}
+
+// settle ends l after a call that returned err: it destroys l and reports
+// true if the call is to be retried, else it releases l.
+func (p *Pool) settle(ctx context.Context, l pool.Lease[*pgx.Conn], err error, try int) bool {
+	if p.retryable(ctx, err, try) {
+		l.Destroy()
+		p.retries.Add(1)
+		return true
+	}
+	l.Release()
+	return false
+}
+
+// AcquireFunc acquires a connection, calls f with it and releases it; it
+// returns the Acquire's error or f's. ctx bounds only the Acquire. If f
+// panics the connection is destroyed and the panic goes on.
+func (p *Pool) AcquireFunc(ctx context.Context, f func(*pgx.Conn) error) error {
+	l, err := p.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer destroyUnless(&done, l)
+	err = f(l.Value())
+	done = true
+	l.Release()
+	return err
+}
+
 // Exec acquires a connection, runs pgx.Conn.Exec on it and releases it.
 func (p *Pool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	l, err := p.p.Acquire(ctx)
-	if err != nil {
-		return pgconn.CommandTag{}, err
+	for try := 0; ; try++ {
+		l, err := p.Acquire(ctx)
+		if err != nil {
+			return pgconn.CommandTag{}, err
+		}
+		tag, err := execOn(ctx, l, sql, args)
+		if !p.settle(ctx, l, err, try) {
+			return tag, err
+		}
 	}
-	defer l.Release()
-	return l.Value().Exec(ctx, sql, args...)
+}
+
+func execOn(ctx context.Context, l pool.Lease[*pgx.Conn], sql string, args []any) (pgconn.CommandTag, error) {
+	done := false
+	defer destroyUnless(&done, l)
+	tag, err := l.Value().Exec(ctx, sql, args...)
+	done = true
+	return tag, err
 }
 
 // Query acquires a connection and runs pgx.Conn.Query on it. The connection
-// is released when the rows are closed, or when Next returns false; close
-// them (rows.Close, or pgx.CollectRows and the like, which do). On an error
-// the connection is already released and the returned Rows carry the error.
+// is released when the rows are closed, when Next returns false, or when
+// Scan or Values fails (pgx closes the rows then); close them (rows.Close,
+// or pgx.CollectRows and the like, which do). On an error the connection is
+// already released and the returned Rows carry the error.
 func (p *Pool) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	l, err := p.p.Acquire(ctx)
-	if err != nil {
-		return errRows{err: err}, err
+	for try := 0; ; try++ {
+		l, err := p.Acquire(ctx)
+		if err != nil {
+			return errRows{err: err}, err
+		}
+		r, err := queryOn(ctx, l, sql, args)
+		if err != nil {
+			if p.settle(ctx, l, err, try) {
+				continue
+			}
+			return errRows{err: err}, err
+		}
+		return &rows{Rows: r, h: lease{l: l, held: true}, p: p, ctx: ctx, sql: sql, args: args, fresh: try == 0}, nil
 	}
+}
+
+func queryOn(ctx context.Context, l pool.Lease[*pgx.Conn], sql string, args []any) (pgx.Rows, error) {
+	done := false
+	defer destroyUnless(&done, l)
 	r, err := l.Value().Query(ctx, sql, args...)
-	if err != nil {
-		l.Release()
-		return errRows{err: err}, err
-	}
-	return &rows{Rows: r, l: l, held: true}, nil
+	done = true
+	return r, err
 }
 
 // QueryRow acquires a connection and runs pgx.Conn.QueryRow on it. The
 // connection is released by the row's Scan, which must be called. An
 // Acquire error is returned by Scan.
 func (p *Pool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	l, err := p.p.Acquire(ctx)
+	l, err := p.Acquire(ctx)
 	if err != nil {
 		return errRow{err: err}
 	}
-	return &row{r: l.Value().QueryRow(ctx, sql, args...), l: l, held: true}
+	return &row{r: queryRowOn(ctx, l, sql, args), h: lease{l: l, held: true}, p: p, ctx: ctx, sql: sql, args: args}
+}
+
+func queryRowOn(ctx context.Context, l pool.Lease[*pgx.Conn], sql string, args []any) pgx.Row {
+	done := false
+	defer destroyUnless(&done, l)
+	r := l.Value().QueryRow(ctx, sql, args...)
+	done = true
+	return r
 }
 
 // SendBatch acquires a connection and sends b on it (pgx.Conn.SendBatch).
@@ -112,15 +315,23 @@ func (p *Pool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 // transaction (the results' Tx) ends with Commit or Rollback. An Acquire
 // error is returned as pgx.FailedBatchResults does.
 func (p *Pool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	l, err := p.p.Acquire(ctx)
+	l, err := p.Acquire(ctx)
 	if err != nil {
 		return pgx.FailedBatchResults(b, err)
 	}
-	br := l.Value().SendBatch(ctx, b)
+	br := sendBatchOn(ctx, l, b)
 	if t := br.Tx(); t != nil {
-		return &batchResults{BatchResults: br, tx: &tx{Tx: t, l: l, held: true}}
+		return &batchResults{br: br, tx: &tx{Tx: t, h: lease{l: l, held: true}}}
 	}
-	return &batchResults{BatchResults: br, l: l, held: true}
+	return &batchResults{br: br, own: lease{l: l, held: true}}
+}
+
+func sendBatchOn(ctx context.Context, l pool.Lease[*pgx.Conn], b *pgx.Batch) pgx.BatchResults {
+	done := false
+	defer destroyUnless(&done, l)
+	br := l.Value().SendBatch(ctx, b)
+	done = true
+	return br
 }
 
 // Begin acquires a connection and starts a transaction on it. The
@@ -132,37 +343,67 @@ func (p *Pool) Begin(ctx context.Context) (pgx.Tx, error) {
 }
 
 // BeginTx is Begin with options (isolation level, access and deferrable
-// modes).
+// modes, a BEGIN of one's own).
 func (p *Pool) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
-	l, err := p.p.Acquire(ctx)
-	if err != nil {
-		return nil, err
+	for try := 0; ; try++ {
+		l, err := p.Acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		t, err := beginOn(ctx, l, opts)
+		if err != nil {
+			if p.settle(ctx, l, err, try) {
+				continue
+			}
+			return nil, err
+		}
+		return &tx{Tx: t, h: lease{l: l, held: true}}, nil
 	}
+}
+
+func beginOn(ctx context.Context, l pool.Lease[*pgx.Conn], opts pgx.TxOptions) (pgx.Tx, error) {
+	done := false
+	defer destroyUnless(&done, l)
 	t, err := l.Value().BeginTx(ctx, opts)
-	if err != nil {
-		l.Release()
-		return nil, err
-	}
-	return &tx{Tx: t, l: l, held: true}, nil
+	done = true
+	return t, err
 }
 
 // CopyFrom acquires a connection, runs pgx.Conn.CopyFrom on it and releases
-// it.
+// it. pgx reads src on a goroutine of its own; a panic there is caught, ends
+// the copy with an error, destroys the connection and goes on from here, on
+// the caller's goroutine.
 func (p *Pool) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
-	l, err := p.p.Acquire(ctx)
+	l, err := p.Acquire(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Release()
-	return l.Value().CopyFrom(ctx, table, columns, src)
+	done := false
+	defer destroyUnless(&done, l)
+	n, err := copyFrom(ctx, l.Value(), table, columns, src)
+	done = true
+	l.Release()
+	return n, err
 }
 
 // Ping acquires a connection, pings the server on it and releases it.
 func (p *Pool) Ping(ctx context.Context) error {
-	l, err := p.p.Acquire(ctx)
-	if err != nil {
-		return err
+	for try := 0; ; try++ {
+		l, err := p.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		err = pingOn(ctx, l)
+		if !p.settle(ctx, l, err, try) {
+			return err
+		}
 	}
-	defer l.Release()
-	return l.Value().Ping(ctx)
+}
+
+func pingOn(ctx context.Context, l pool.Lease[*pgx.Conn]) error {
+	done := false
+	defer destroyUnless(&done, l)
+	err := l.Value().Ping(ctx)
+	done = true
+	return err
 }

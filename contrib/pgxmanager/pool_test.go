@@ -17,8 +17,9 @@ import (
 // closed at the end of the test.
 func openPool(t *testing.T, name string, pc pool.Config) *pgxmanager.Pool {
 	t.Helper()
-	p, err := pgxmanager.NewPool(newManager(t, config(t, name)), pc)
+	pp, err := pool.New[*pgx.Conn](newManager(t, config(t, name)), pc)
 	require.NoError(t, err)
+	p := pgxmanager.NewPool(pp, pgxmanager.Options{})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -158,6 +159,8 @@ func TestOpenParsesTheConnectionString(t *testing.T) {
 
 	_, err = pgxmanager.Open("postgres://u@h:notaport/db", pool.Config{MaxSize: 2})
 	require.Error(t, err)
-	_, err = pgxmanager.Open(dsn(t), pool.Config{})
-	require.ErrorIs(t, err, pool.ErrInvalidConfig)
+	p0, err := pgxmanager.Open(dsn(t), pool.Config{})
+	require.NoError(t, err, "a zero pool.Config means pgxpool's defaults")
+	defer p0.Close(context.Background())
+	assert.Equal(t, pgxmanager.DefaultMaxSize(), p0.Stats().MaxSize)
 }

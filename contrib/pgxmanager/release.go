@@ -2,6 +2,7 @@ package pgxmanager
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -11,96 +12,364 @@ import (
 )
 
 // The types below hand a pooled connection's results to the caller and
-// release the connection once the results are done with. None is safe for
-// concurrent use (neither are pgx's); each releases its lease at most once,
-// guarded by held.
+// give the connection back once the results are done with. None is safe for
+// concurrent use (neither are pgx's). Each ends its lease once: released
+// when the results are done, destroyed when a call on them panicked; after
+// that it never touches the connection again (another holder may have it,
+// or the pool may be closing it).
 
-// rows releases its connection when closed, or when Next returns false
-// (pgx closes the rows then). The other methods are pgx's.
-type rows struct {
-	pgx.Rows
+// ErrPanicked is the error of Rows, a Row or BatchResults whose connection
+// was destroyed because a call on it panicked (the panic itself went on to
+// the caller of that call).
+var ErrPanicked = errors.New("pgxmanager: connection destroyed after a panic")
+
+// lease is a leased connection held by a result until it is given back.
+type lease struct {
 	l    pool.Lease[*pgx.Conn]
 	held bool
+}
+
+func (h *lease) release() {
+	if h.held {
+		h.held = false
+		h.l.Release()
+	}
+}
+
+func (h *lease) destroy() {
+	if h.held {
+		h.held = false
+		h.l.Destroy()
+	}
+}
+
+// rows releases its connection when closed, when Next returns false, or when
+// Scan or Values fails (pgx closes the rows then), and retries its query
+// once when the first Next fails as Pool.Query would retry. The other
+// methods are pgx's.
+type rows struct {
+	pgx.Rows
+	h    lease
+	dead bool  // destroyed after a panic: err is ErrPanicked, Rows is not touched
+	err  error // set by a failed retry, or ErrPanicked
+	// The query, for a retry at the first Next.
+	p     *Pool
+	ctx   context.Context
+	sql   string
+	args  []any
+	fresh bool // no row returned yet and no retry made
 }
 
 func (r *rows) Close() {
-	r.Rows.Close()
-	if r.held {
-		r.held = false
-		r.l.Release()
+	if r.dead {
+		return
 	}
+	r.Rows.Close()
+	r.h.release()
+}
+
+func (r *rows) Err() error {
+	if r.err != nil {
+		return r.err
+	}
+	return r.Rows.Err()
 }
 
 func (r *rows) Next() bool {
+	if r.dead {
+		return false
+	}
 	if r.Rows.Next() {
+		r.fresh = false
 		return true
 	}
-	r.Close()
+	if r.fresh {
+		r.fresh = false
+		if r.h.held && r.p.retryable(r.ctx, r.Rows.Err(), 0) && r.again() {
+			return r.Next()
+		}
+	}
+	r.h.release()
 	return false
 }
 
-// row releases its connection in its first Scan, even if Scan panics (a
-// Scanner of the caller's may). A second Scan gets pgx's answer for rows
-// already read.
+// again destroys the connection and runs the query again on another; it
+// reports whether it did (else err says why not).
+func (r *rows) again() bool {
+	r.h.destroy()
+	r.p.retries.Add(1)
+	l, err := r.p.Acquire(r.ctx)
+	if err != nil {
+		r.err = err
+		return false
+	}
+	nr, err := queryOn(r.ctx, l, r.sql, r.args)
+	if err != nil {
+		l.Release()
+		r.err = err
+		return false
+	}
+	r.Rows, r.h = nr, lease{l: l, held: true}
+	return true
+}
+
+func (r *rows) Scan(dest ...any) error {
+	if r.dead {
+		return r.err
+	}
+	done := false
+	defer r.destroyUnless(&done)
+	err := r.Rows.Scan(dest...)
+	done = true
+	if err != nil {
+		r.Close()
+	}
+	return err
+}
+
+func (r *rows) Values() ([]any, error) {
+	if r.dead {
+		return nil, r.err
+	}
+	done := false
+	defer r.destroyUnless(&done)
+	v, err := r.Rows.Values()
+	done = true
+	if err != nil {
+		r.Close()
+	}
+	return v, err
+}
+
+func (r *rows) RawValues() [][]byte {
+	if r.dead {
+		return nil
+	}
+	return r.Rows.RawValues()
+}
+
+func (r *rows) destroyUnless(done *bool) {
+	if !*done {
+		r.dead, r.err = true, ErrPanicked
+		r.h.destroy()
+	}
+}
+
+// row releases its connection in its first Scan, or destroys it if Scan
+// panics (a Scanner of the caller's may), and retries its query once when
+// the Scan fails as Pool.QueryRow would retry. A second Scan gets pgx's
+// answer for rows already read.
 type row struct {
 	r    pgx.Row
-	l    pool.Lease[*pgx.Conn]
-	held bool
+	h    lease
+	dead bool
+	// The query, for a retry.
+	p    *Pool
+	ctx  context.Context
+	sql  string
+	args []any
+	try  int
 }
 
 func (r *row) Scan(dest ...any) error {
-	if r.held {
-		r.held = false
-		defer r.l.Release()
+	if r.dead {
+		return ErrPanicked
 	}
-	return r.r.Scan(dest...)
+	if !r.h.held {
+		return r.r.Scan(dest...)
+	}
+	done := false
+	defer func() {
+		if !done {
+			r.dead = true
+			r.h.destroy()
+		}
+	}()
+	err := r.r.Scan(dest...)
+	done = true
+	if r.p.retryable(r.ctx, err, r.try) {
+		r.h.destroy()
+		r.p.retries.Add(1)
+		l, aerr := r.p.Acquire(r.ctx)
+		if aerr != nil {
+			return aerr
+		}
+		r.r, r.h, r.try = queryRowOn(r.ctx, l, r.sql, r.args), lease{l: l, held: true}, r.try+1
+		return r.Scan(dest...)
+	}
+	r.h.release()
+	return err
 }
 
 // tx releases its connection when Commit or Rollback of the outer
 // transaction returns, whatever the outcome: a connection still inside the
 // transaction (a failed Commit) is closed by the Manager's CheckRelease.
+// Once its connection was destroyed (a panic in its CopyFrom's source, or
+// in its batch's results), every call returns pgx.ErrTxClosed and touches
+// nothing. (pgx.Tx's Conn and LargeObjects are pgx's.)
 type tx struct {
 	pgx.Tx
-	l    pool.Lease[*pgx.Conn]
-	held bool
-}
-
-func (t *tx) release() {
-	if t.held {
-		t.held = false
-		t.l.Release()
-	}
+	h    lease
+	dead bool
 }
 
 func (t *tx) Commit(ctx context.Context) error {
+	if t.dead {
+		return pgx.ErrTxClosed
+	}
 	err := t.Tx.Commit(ctx)
-	t.release()
+	t.h.release()
 	return err
 }
 
 func (t *tx) Rollback(ctx context.Context) error {
+	if t.dead {
+		return pgx.ErrTxClosed
+	}
 	err := t.Tx.Rollback(ctx)
-	t.release()
+	t.h.release()
 	return err
+}
+
+// CopyFrom is pgx's, with src guarded as Pool.CopyFrom guards it: a panic
+// in src destroys the connection and goes on from here.
+func (t *tx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	if t.dead {
+		return 0, pgx.ErrTxClosed
+	}
+	done := false
+	defer func() {
+		if !done {
+			t.kill()
+		}
+	}()
+	n, err := copyFrom(ctx, t.Tx, table, columns, src)
+	done = true
+	return n, err
+}
+
+func (t *tx) kill() {
+	t.dead = true
+	t.h.destroy()
+}
+
+// The other calls of a transaction whose connection was destroyed fail
+// with pgx.ErrTxClosed and touch nothing.
+
+func (t *tx) Begin(ctx context.Context) (pgx.Tx, error) {
+	if t.dead {
+		return nil, pgx.ErrTxClosed
+	}
+	return t.Tx.Begin(ctx)
+}
+
+func (t *tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.dead {
+		return pgconn.CommandTag{}, pgx.ErrTxClosed
+	}
+	return t.Tx.Exec(ctx, sql, args...)
+}
+
+func (t *tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.dead {
+		return errRows{err: pgx.ErrTxClosed}, pgx.ErrTxClosed
+	}
+	return t.Tx.Query(ctx, sql, args...)
+}
+
+func (t *tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if t.dead {
+		return errRow{err: pgx.ErrTxClosed}
+	}
+	return t.Tx.QueryRow(ctx, sql, args...)
+}
+
+func (t *tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if t.dead {
+		return pgx.FailedBatchResults(b, pgx.ErrTxClosed)
+	}
+	return t.Tx.SendBatch(ctx, b)
+}
+
+func (t *tx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	if t.dead {
+		return nil, pgx.ErrTxClosed
+	}
+	return t.Tx.Prepare(ctx, name, sql)
 }
 
 // batchResults releases its connection when closed, unless the batch began
 // a transaction (pgx.Batch.BeginTx): then the transaction holds the
-// connection, and its Commit or Rollback releases it. The other methods are
-// pgx's.
+// connection, and its Commit or Rollback releases it. A panic in any of its
+// calls (a queued query's callback, a Scanner of a row read from it)
+// destroys the connection; the results then fail with ErrPanicked.
 type batchResults struct {
-	pgx.BatchResults
-	tx   *tx // nil unless the batch began a transaction
-	l    pool.Lease[*pgx.Conn]
-	held bool
+	br   pgx.BatchResults
+	own  lease // the connection, unless tx holds it
+	tx   *tx   // the batch's transaction; nil unless it began one
+	dead bool
+}
+
+var _ pgx.BatchResults = (*batchResults)(nil)
+
+// kill destroys the connection after a panic.
+func (b *batchResults) kill() {
+	b.dead = true
+	if b.tx != nil {
+		b.tx.kill()
+	} else {
+		b.own.destroy()
+	}
+}
+
+func (b *batchResults) killUnless(done *bool) {
+	if !*done {
+		b.kill()
+	}
+}
+
+func (b *batchResults) Exec() (pgconn.CommandTag, error) {
+	if b.dead {
+		return pgconn.CommandTag{}, ErrPanicked
+	}
+	done := false
+	defer b.killUnless(&done)
+	tag, err := b.br.Exec()
+	done = true
+	return tag, err
+}
+
+func (b *batchResults) Query() (pgx.Rows, error) {
+	if b.dead {
+		return errRows{err: ErrPanicked}, ErrPanicked
+	}
+	done := false
+	defer b.killUnless(&done)
+	r, err := b.br.Query()
+	done = true
+	return &batchRows{Rows: r, b: b}, err
+}
+
+func (b *batchResults) QueryRow() pgx.Row {
+	if b.dead {
+		return errRow{err: ErrPanicked}
+	}
+	done := false
+	defer b.killUnless(&done)
+	r := b.br.QueryRow()
+	done = true
+	return &batchRow{r: r, b: b}
 }
 
 func (b *batchResults) Close() error {
-	err := b.BatchResults.Close()
-	if b.held {
-		b.held = false
-		b.l.Release()
+	if b.dead {
+		return ErrPanicked
 	}
+	done := false
+	defer b.killUnless(&done)
+	err := b.br.Close()
+	done = true
+	b.own.release()
 	return err
 }
 
@@ -109,6 +378,148 @@ func (b *batchResults) Tx() pgx.Tx {
 		return nil
 	}
 	return b.tx
+}
+
+// batchRow is a row read from a batch: a panic in its Scan destroys the
+// batch's connection.
+type batchRow struct {
+	r pgx.Row
+	b *batchResults
+}
+
+func (r *batchRow) Scan(dest ...any) error {
+	if r.b.dead {
+		return ErrPanicked
+	}
+	done := false
+	defer r.b.killUnless(&done)
+	err := r.r.Scan(dest...)
+	done = true
+	return err
+}
+
+// batchRows are rows read from a batch: a panic in Scan or Values destroys
+// the batch's connection. Closing them does not release it (the batch
+// holds it).
+type batchRows struct {
+	pgx.Rows
+	b *batchResults
+}
+
+func (r *batchRows) Close() {
+	if !r.b.dead {
+		r.Rows.Close()
+	}
+}
+
+func (r *batchRows) Err() error {
+	if r.b.dead {
+		return ErrPanicked
+	}
+	return r.Rows.Err()
+}
+
+func (r *batchRows) Next() bool { return !r.b.dead && r.Rows.Next() }
+
+func (r *batchRows) Scan(dest ...any) error {
+	if r.b.dead {
+		return ErrPanicked
+	}
+	done := false
+	defer r.b.killUnless(&done)
+	err := r.Rows.Scan(dest...)
+	done = true
+	return err
+}
+
+func (r *batchRows) Values() ([]any, error) {
+	if r.b.dead {
+		return nil, ErrPanicked
+	}
+	done := false
+	defer r.b.killUnless(&done)
+	v, err := r.Rows.Values()
+	done = true
+	return v, err
+}
+
+func (r *batchRows) RawValues() [][]byte {
+	if r.b.dead {
+		return nil
+	}
+	return r.Rows.RawValues()
+}
+
+// copier is what copyFrom copies with: a *pgx.Conn or a pgx.Tx.
+type copier interface {
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+}
+
+// copyFrom runs c.CopyFrom with src guarded: pgx reads src on a goroutine of
+// its own, where a panic would end the process. A panic in src's Next,
+// Values or Err is recovered there and fails the copy (pgx sends CopyFail);
+// once CopyFrom has returned, copyFrom panics with the same value on the
+// caller's goroutine.
+func copyFrom(ctx context.Context, c copier, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	g := &guardedSource{src: src}
+	n, err := c.CopyFrom(ctx, table, columns, g)
+	if g.panicked { // pgx has waited for its goroutine: g is ours again
+		panic(g.value)
+	}
+	return n, err
+}
+
+// errSourcePanicked is what a guardedSource reports to pgx once its source
+// panicked.
+var errSourcePanicked = errors.New("pgxmanager: the CopyFromSource panicked")
+
+// guardedSource is a CopyFromSource that turns its source's panics into an
+// error: after one, Next returns true (so that pgx asks for the row) and
+// Values and Err return errSourcePanicked.
+type guardedSource struct {
+	src      pgx.CopyFromSource
+	panicked bool
+	value    any
+}
+
+// catchMore and catchErr are deferred by the guarded methods: after a panic
+// of the source, Next reports one more row and Values and Err the error.
+func (s *guardedSource) catchMore(more *bool) {
+	if r := recover(); r != nil {
+		s.panicked, s.value = true, r
+		*more = true
+	}
+}
+
+func (s *guardedSource) catchErr(err *error) {
+	if r := recover(); r != nil {
+		s.panicked, s.value = true, r
+		*err = errSourcePanicked
+	}
+}
+
+func (s *guardedSource) Next() (more bool) {
+	if s.panicked {
+		return true
+	}
+	defer s.catchMore(&more)
+	return s.src.Next()
+}
+
+func (s *guardedSource) Values() (v []any, err error) {
+	if s.panicked {
+		return nil, errSourcePanicked
+	}
+	defer s.catchErr(&err)
+	return s.src.Values()
+}
+
+func (s *guardedSource) Err() (err error) {
+	if s.panicked {
+		return errSourcePanicked
+	}
+	defer s.catchErr(&err)
+	return s.src.Err()
 }
 
 // errRows carries an error that came before any connection was held.

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/poolkit/poolkit/contrib/pgxmanager"
-	"github.com/poolkit/poolkit/pool"
 )
 
 const defaultDSN = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
@@ -51,17 +50,15 @@ func run(w io.Writer, dsn string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	name := "poolkit-example-" + strconv.Itoa(os.Getpid())
-	cfg, err := pgxmanager.ParseConfig(dsn)
+	cfg, err := pgxmanager.ParsePoolConfig(dsn)
 	if err != nil {
 		return err
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = name // names the connections in pg_stat_activity
-	m, err := pgxmanager.New(cfg)
-	if err != nil {
-		return err
-	}
-	db, err := pgxmanager.NewPool(m,
-		pool.Config{MaxSize: maxSize, AcquireTimeout: 10 * time.Second, ConnectTimeout: 5 * time.Second})
+	cfg.Pool.MaxSize = maxSize
+	cfg.Pool.AcquireTimeout = 10 * time.Second
+	cfg.Pool.ConnectTimeout = 5 * time.Second
+	db, err := pgxmanager.OpenConfig(cfg)
 	if err != nil {
 		return err
 	}

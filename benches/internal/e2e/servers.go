@@ -244,10 +244,11 @@ func facadeEntry(ctx context.Context, dsn string, maxSize int, adjust func(*pgx.
 		if err != nil {
 			return workload.Instance{}, err
 		}
-		p, err := pgxmanager.NewPool(m, pool.Config{MaxSize: maxSize})
+		pp, err := pool.New[*pgx.Conn](m, pool.Config{MaxSize: maxSize})
 		if err != nil {
 			return workload.Instance{}, err
 		}
+		p := pgxmanager.NewPool(pp, pgxmanager.Options{})
 		return workload.Instance{
 			Worker: func(int) workload.Op {
 				return func() error {

@@ -1,0 +1,303 @@
+package pgxmanager
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/poolkit/poolkit/pool"
+)
+
+// pgxpool's defaults, which Open and OpenConfig give the zero fields of the
+// pool's configuration (PoolConfig.Pool). DefaultMaxSize is a function:
+// max(4, runtime.NumCPU()).
+const (
+	DefaultMaxLifetime       = time.Hour
+	DefaultMaxIdleTime       = 30 * time.Minute
+	DefaultHealthCheckPeriod = time.Minute
+)
+
+// DefaultMaxSize returns the MaxSize that Open and OpenConfig give a zero
+// PoolConfig.Pool.MaxSize: the greater of 4 and runtime.NumCPU(), as
+// pgxpool's MaxConns.
+func DefaultMaxSize() int { return max(4, runtime.NumCPU()) }
+
+// Options are the facade's own settings: they act on acquires and queries
+// made through a Pool, not on the connections' lives.
+type Options struct {
+	// PrepareConn, if set, runs on each connection the Pool's Acquire (and
+	// every query method) takes from the pool, before using it, with
+	// pgxpool's meanings: (true, nil) uses it; (false, nil) destroys it and
+	// takes another; (true, err) gives it back and fails the call with err;
+	// (false, err) destroys it and fails the call with err. After MaxSize+1
+	// refusals in one call, the call fails. A panic destroys the connection
+	// and goes on to the caller.
+	PrepareConn func(ctx context.Context, c *pgx.Conn) (bool, error)
+	// BeforeAcquire is PrepareConn without an error: false destroys the
+	// connection and takes another.
+	//
+	// Deprecated: use PrepareConn, which takes precedence when both are set
+	// (as in pgxpool).
+	BeforeAcquire func(ctx context.Context, c *pgx.Conn) bool
+	// DisableRetry turns off the retry of a query that failed before
+	// anything of it reached the server (see Pool): by default such a query
+	// is retried once on another connection.
+	DisableRetry bool
+}
+
+// PoolConfig is what OpenConfig opens a Pool with: the Manager's Config,
+// the facade's Options and the pool's configuration, side by side as
+// pgxpool.Config holds them (cfg.ConnConfig, cfg.AfterConnect, cfg.PrepareConn
+// read as they do there; pgxpool's MaxConns is cfg.Pool.MaxSize).
+//
+// In Pool, a zero field means pgxpool's default for MaxSize
+// (DefaultMaxSize), MaxLifetime (DefaultMaxLifetime), MaxIdleTime
+// (DefaultMaxIdleTime) and HealthCheckPeriod (DefaultHealthCheckPeriod),
+// and pool.Config's default for the others; a negative MaxLifetime,
+// MaxIdleTime or HealthCheckPeriod means none (no lifetime limit, no idle
+// limit, no background health checks).
+type PoolConfig struct {
+	Config
+	Options
+	Pool pool.Config
+}
+
+// Copy returns a copy of c whose ConnConfig is a copy too (pgx.ConnConfig's
+// Copy: the TLS configuration is shared).
+func (c *PoolConfig) Copy() *PoolConfig {
+	n := *c
+	if c.ConnConfig != nil {
+		n.ConnConfig = c.ConnConfig.Copy()
+	}
+	return &n
+}
+
+// ConnString returns the connection string ConnConfig was parsed from.
+func (c *PoolConfig) ConnString() string {
+	if c.ConnConfig == nil {
+		return ""
+	}
+	return c.ConnConfig.ConnString()
+}
+
+// ParseConfig parses a connection string (URL or keyword/value, as
+// pgx.ParseConfig) into a Manager's Config with the defaults. pgxpool's pool
+// parameters (see ParsePoolConfig) are checked and removed from the
+// parameters sent to the server; their values are ParsePoolConfig's.
+func ParseConfig(connString string) (Config, error) {
+	cfg, err := ParsePoolConfig(connString)
+	if err != nil {
+		return Config{}, err
+	}
+	return cfg.Config, nil
+}
+
+// ParsePoolConfig parses a connection string as pgxpool.ParseConfig does:
+// pgx.ParseConfig's parameters, plus pgxpool's pool parameters, which it
+// removes from the run-time parameters sent to the server (PostgreSQL
+// refuses a connection that sets a parameter it does not know):
+//
+//   - pool_max_conns: integer > 0: Pool.MaxSize (default DefaultMaxSize()).
+//   - pool_min_conns, pool_min_idle_conns: integers >= 0: Pool.MinIdle is
+//     the greater of the two (the pool keeps that many connections idle,
+//     which also keeps that many open).
+//   - pool_max_conn_lifetime: duration: a connection's lifetime (default
+//     DefaultMaxLifetime; 0: none).
+//   - pool_max_conn_lifetime_jitter: duration (default 0): pgxpool closes a
+//     connection at a random moment up to this long after its lifetime;
+//     pool.Config takes its jitter off within MaxLifetime, so the pair maps
+//     to Pool.MaxLifetime = lifetime + jitter and Pool.LifetimeJitter =
+//     jitter, which gives the same lifetimes.
+//   - pool_max_conn_idle_time: duration: Pool.MaxIdleTime (default
+//     DefaultMaxIdleTime; 0, as in pgxpool, keeps no idle connection beyond
+//     MinIdle: the smallest positive limit).
+//   - pool_health_check_period: duration: Pool.HealthCheckPeriod (default
+//     DefaultHealthCheckPeriod; 0: none).
+//   - pool_ping_timeout: duration: Config.PingTimeout (0: the default,
+//     DefaultPingTimeout: a ping here always has a bound).
+//
+// Durations are time.ParseDuration's ("90s", "1h30m"); integers are
+// decimal and fit in 32 bits. A value that does not parse, or is out of
+// range, is an error naming the parameter that matches pool.ErrInvalidConfig
+// (and is a *pgconn.ParseConfigError, as pgxpool's). A "none" is stored as a
+// negative duration (see PoolConfig).
+func ParsePoolConfig(connString string) (*PoolConfig, error) {
+	cc, err := pgx.ParseConfig(connString)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &PoolConfig{Config: Config{ConnConfig: cc}}
+	d := dsnParams{conn: connString, params: cc.RuntimeParams}
+
+	maxConns, okMax, err := d.int("pool_max_conns", 1)
+	if err != nil {
+		return nil, err
+	}
+	minConns, _, err := d.int("pool_min_conns", 0)
+	if err != nil {
+		return nil, err
+	}
+	minIdle, _, err := d.int("pool_min_idle_conns", 0)
+	if err != nil {
+		return nil, err
+	}
+	lifetime, okLife, err := d.duration("pool_max_conn_lifetime")
+	if err != nil {
+		return nil, err
+	}
+	jitter, _, err := d.duration("pool_max_conn_lifetime_jitter")
+	if err != nil {
+		return nil, err
+	}
+	idle, okIdle, err := d.duration("pool_max_conn_idle_time")
+	if err != nil {
+		return nil, err
+	}
+	health, okHealth, err := d.duration("pool_health_check_period")
+	if err != nil {
+		return nil, err
+	}
+	pingTimeout, _, err := d.duration("pool_ping_timeout")
+	if err != nil {
+		return nil, err
+	}
+
+	p := &cfg.Pool
+	p.MaxSize = DefaultMaxSize()
+	if okMax {
+		p.MaxSize = maxConns
+	}
+	p.MinIdle = max(minConns, minIdle)
+	p.MaxLifetime = DefaultMaxLifetime
+	if okLife {
+		p.MaxLifetime = lifetime
+	}
+	if p.MaxLifetime == 0 {
+		p.MaxLifetime = -1 // none; the jitter means nothing then
+	} else {
+		p.MaxLifetime += jitter
+		p.LifetimeJitter = jitter
+	}
+	p.MaxIdleTime = DefaultMaxIdleTime
+	if okIdle {
+		p.MaxIdleTime = max(idle, time.Nanosecond)
+	}
+	p.HealthCheckPeriod = DefaultHealthCheckPeriod
+	if okHealth {
+		p.HealthCheckPeriod = health
+		if health == 0 {
+			p.HealthCheckPeriod = -1
+		}
+	}
+	cfg.PingTimeout = pingTimeout
+	return cfg, nil
+}
+
+// poolParams are pgxpool's connection-string parameters, which
+// ParsePoolConfig reads.
+var poolParams = [...]string{
+	"pool_max_conns", "pool_min_conns", "pool_min_idle_conns", "pool_max_conn_lifetime",
+	"pool_max_conn_lifetime_jitter", "pool_max_conn_idle_time", "pool_health_check_period", "pool_ping_timeout",
+}
+
+// dsnParams takes pgxpool's parameters out of a parsed connection string's
+// run-time parameters.
+type dsnParams struct {
+	conn   string
+	params map[string]string
+}
+
+// take removes and returns the parameter name.
+func (d dsnParams) take(name string) (string, bool) {
+	s, ok := d.params[name]
+	if ok {
+		delete(d.params, name)
+	}
+	return s, ok
+}
+
+func (d dsnParams) fail(name, what string, err error) error {
+	return pgconn.NewParseConfigError(d.conn, what+" "+name, fmt.Errorf("%w: %s: %w", pool.ErrInvalidConfig, name, err))
+}
+
+// int parses the integer parameter name, which must be at least least.
+func (d dsnParams) int(name string, least int64) (int, bool, error) {
+	s, ok := d.take(name)
+	if !ok {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return 0, false, d.fail(name, "cannot parse", err)
+	}
+	if n < least {
+		return 0, false, d.fail(name, "out of range:", fmt.Errorf("must be >= %d, got %d", least, n))
+	}
+	return int(n), true, nil
+}
+
+// duration parses the duration parameter name, which must not be negative.
+func (d dsnParams) duration(name string) (time.Duration, bool, error) {
+	s, ok := d.take(name)
+	if !ok {
+		return 0, false, nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, false, d.fail(name, "cannot parse", err)
+	}
+	if v < 0 {
+		return 0, false, d.fail(name, "out of range:", fmt.Errorf("must be >= 0, got %v", v))
+	}
+	return v, true, nil
+}
+
+// withDefaults returns pc with pgxpool's defaults in its zero fields.
+func withDefaults(pc pool.Config) pool.Config {
+	if pc.MaxSize == 0 {
+		pc.MaxSize = DefaultMaxSize()
+	}
+	if pc.MaxLifetime == 0 {
+		pc.MaxLifetime = DefaultMaxLifetime
+	}
+	if pc.MaxIdleTime == 0 {
+		pc.MaxIdleTime = DefaultMaxIdleTime
+	}
+	if pc.HealthCheckPeriod == 0 {
+		pc.HealthCheckPeriod = DefaultHealthCheckPeriod
+	}
+	return pc
+}
+
+// forPool returns pc as pool.New takes it: a negative (none) MaxLifetime,
+// MaxIdleTime or HealthCheckPeriod becomes pool.Config's zero, which means
+// none there.
+func forPool(pc pool.Config) pool.Config {
+	if pc.MaxLifetime < 0 {
+		pc.MaxLifetime = 0
+	}
+	if pc.MaxIdleTime < 0 {
+		pc.MaxIdleTime = 0
+	}
+	if pc.HealthCheckPeriod < 0 {
+		pc.HealthCheckPeriod = 0
+	}
+	return pc
+}
+
+// override sets each field of *dst to the same field of src where src's is
+// not zero.
+func override(dst *pool.Config, src pool.Config) {
+	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src)
+	for i := range s.NumField() {
+		if f := s.Field(i); s.Type().Field(i).IsExported() && !f.IsZero() {
+			d.Field(i).Set(f)
+		}
+	}
+}

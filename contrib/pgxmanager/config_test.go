@@ -1,0 +1,192 @@
+package pgxmanager_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/poolkit/poolkit/contrib/pgxmanager"
+	"github.com/poolkit/poolkit/pool"
+)
+
+// pgxpool's pool parameters, as they appear in its documentation.
+var poolParams = []string{
+	"pool_max_conns", "pool_min_conns", "pool_min_idle_conns", "pool_max_conn_lifetime",
+	"pool_max_conn_lifetime_jitter", "pool_max_conn_idle_time", "pool_health_check_period", "pool_ping_timeout",
+}
+
+// Both forms of connection string carry pgxpool's parameters; they are read
+// into the pool's configuration and never sent to the server.
+func TestParsePoolConfigReadsPgxpoolParameters(t *testing.T) {
+	for form, conn := range map[string]string{
+		"URL": "postgres://u@127.0.0.1:5432/db?sslmode=disable&application_name=app&pool_max_conns=42&pool_min_conns=3" +
+			"&pool_min_idle_conns=2&pool_max_conn_lifetime=1h30m&pool_max_conn_lifetime_jitter=10m&pool_max_conn_idle_time=5m" +
+			"&pool_health_check_period=15s&pool_ping_timeout=250ms",
+		"keyword/value": "host=127.0.0.1 port=5432 user=u dbname=db sslmode=disable application_name=app pool_max_conns=42 pool_min_conns=3 " +
+			"pool_min_idle_conns=2 pool_max_conn_lifetime=1h30m pool_max_conn_lifetime_jitter=10m pool_max_conn_idle_time=5m " +
+			"pool_health_check_period=15s pool_ping_timeout=250ms",
+	} {
+		t.Run(form, func(t *testing.T) {
+			cfg, err := pgxmanager.ParsePoolConfig(conn)
+			require.NoError(t, err)
+			p := cfg.Pool
+			assert.Equal(t, 42, p.MaxSize)
+			assert.Equal(t, 3, p.MinIdle, "the greater of pool_min_conns and pool_min_idle_conns")
+			assert.Equal(t, 100*time.Minute, p.MaxLifetime, "lifetime + jitter: pgxpool closes in [1h30m, 1h40m)")
+			assert.Equal(t, 10*time.Minute, p.LifetimeJitter, "pool takes the jitter off MaxLifetime: (1h30m, 1h40m]")
+			assert.Equal(t, 5*time.Minute, p.MaxIdleTime)
+			assert.Equal(t, 15*time.Second, p.HealthCheckPeriod)
+			assert.Equal(t, 250*time.Millisecond, cfg.PingTimeout)
+			for _, name := range poolParams {
+				assert.NotContains(t, cfg.ConnConfig.RuntimeParams, name, "sent to the server")
+			}
+			assert.Equal(t, "app", cfg.ConnConfig.RuntimeParams["application_name"], "other parameters stay")
+			assert.Equal(t, conn, cfg.ConnString())
+
+			mc, err := pgxmanager.ParseConfig(conn)
+			require.NoError(t, err)
+			for _, name := range poolParams {
+				assert.NotContains(t, mc.ConnConfig.RuntimeParams, name, "ParseConfig sends it to the server")
+			}
+		})
+	}
+}
+
+// Without pool parameters, ParsePoolConfig has pgxpool's defaults; zero
+// values in the connection string mean what they mean to pgxpool.
+func TestParsePoolConfigDefaultsAndZeroes(t *testing.T) {
+	cfg, err := pgxmanager.ParsePoolConfig("postgres://u@h/db")
+	require.NoError(t, err)
+	assert.Equal(t, pool.Config{
+		MaxSize:           pgxmanager.DefaultMaxSize(),
+		MaxLifetime:       time.Hour,
+		MaxIdleTime:       30 * time.Minute,
+		HealthCheckPeriod: time.Minute,
+	}, cfg.Pool)
+	assert.Zero(t, cfg.PingTimeout, "the Manager's default")
+	assert.GreaterOrEqual(t, pgxmanager.DefaultMaxSize(), 4)
+
+	cfg, err = pgxmanager.ParsePoolConfig("postgres://u@h/db?pool_max_conn_lifetime_jitter=5m")
+	require.NoError(t, err)
+	assert.Equal(t, time.Hour+5*time.Minute, cfg.Pool.MaxLifetime, "the default lifetime, then the jitter")
+	assert.Equal(t, 5*time.Minute, cfg.Pool.LifetimeJitter)
+
+	cfg, err = pgxmanager.ParsePoolConfig("postgres://u@h/db?pool_max_conn_lifetime=0&pool_max_conn_lifetime_jitter=5m" +
+		"&pool_max_conn_idle_time=0&pool_health_check_period=0s&pool_ping_timeout=0")
+	require.NoError(t, err)
+	assert.Negative(t, cfg.Pool.MaxLifetime, "lifetime 0: none")
+	assert.Zero(t, cfg.Pool.LifetimeJitter, "no jitter without a lifetime")
+	assert.Equal(t, time.Nanosecond, cfg.Pool.MaxIdleTime, "idle time 0: no idle connection kept beyond MinIdle")
+	assert.Negative(t, cfg.Pool.HealthCheckPeriod, "period 0: no health checks")
+	pc := pgxmanager.ForPool(pgxmanager.WithDefaults(cfg.Pool))
+	assert.Zero(t, pc.MaxLifetime, "none, as pool.Config says it")
+	assert.Zero(t, pc.HealthCheckPeriod)
+	assert.Equal(t, time.Nanosecond, pc.MaxIdleTime)
+}
+
+// A bad pool parameter is an error that names it, matches
+// pool.ErrInvalidConfig and is a *pgconn.ParseConfigError (as pgxpool's),
+// from ParsePoolConfig, ParseConfig and Open alike.
+func TestBadPoolParameterIsAConfigErrorNamingIt(t *testing.T) {
+	bad := map[string][]string{
+		"pool_max_conns":                {"abc", "0", "-1", "1.5", "4294967296"},
+		"pool_min_conns":                {"abc", "-1"},
+		"pool_min_idle_conns":           {"x", "-2"},
+		"pool_max_conn_lifetime":        {"abc", "250", "-1s"},
+		"pool_max_conn_lifetime_jitter": {"1 hour", "-1m"},
+		"pool_max_conn_idle_time":       {"abc", "-5m"},
+		"pool_health_check_period":      {"abc", "-1s"},
+		"pool_ping_timeout":             {"abc", "250"},
+	}
+	for name, values := range bad {
+		for _, v := range values {
+			conn := "postgres://u@h/db?" + name + "=" + strings.ReplaceAll(v, " ", "%20")
+			for fn, parse := range map[string]func(string) error{
+				"ParsePoolConfig": func(s string) error { _, err := pgxmanager.ParsePoolConfig(s); return err },
+				"ParseConfig":     func(s string) error { _, err := pgxmanager.ParseConfig(s); return err },
+				"Open":            func(s string) error { _, err := pgxmanager.Open(s, pool.Config{}); return err },
+			} {
+				err := parse(conn)
+				require.Error(t, err, "%s(%s=%s)", fn, name, v)
+				assert.ErrorIs(t, err, pool.ErrInvalidConfig, "%s(%s=%s)", fn, name, v)
+				assert.Contains(t, err.Error(), name, "%s(%s=%s)", fn, name, v)
+				var pce *pgconn.ParseConfigError
+				assert.True(t, errors.As(err, &pce), "%s(%s=%s): %T", fn, name, v, err)
+			}
+		}
+	}
+}
+
+// Open(dsn, pool.Config{}) opens a pool with pgxpool's defaults; a value in
+// the connection string wins over a default, and an explicit pool.Config
+// field wins over both.
+func TestOpenPrecedence(t *testing.T) {
+	base := dsn(t)
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	open := func(conn string, pc pool.Config) *pgxmanager.Pool {
+		t.Helper()
+		p, err := pgxmanager.Open(conn, pc)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = p.Close(context.Background()) })
+		return p
+	}
+
+	p := open(base, pool.Config{})
+	assert.Equal(t, pgxmanager.DefaultMaxSize(), p.Stats().MaxSize)
+	c := p.Config().Pool
+	assert.Equal(t, time.Hour, c.MaxLifetime)
+	assert.Equal(t, 30*time.Minute, c.MaxIdleTime)
+	assert.Equal(t, time.Minute, c.HealthCheckPeriod)
+	assert.Equal(t, pgxmanager.DefaultPingAfter, p.Config().PingAfter, "the Manager's defaults too")
+	var n int
+	require.NoError(t, p.QueryRow(ctxFor(t, 10*time.Second), "SELECT 1").Scan(&n))
+
+	p = open(base+sep+"pool_max_conns=3&pool_max_conn_idle_time=2m", pool.Config{})
+	assert.Equal(t, 3, p.Stats().MaxSize, "the connection string over the default")
+	assert.Equal(t, 2*time.Minute, p.Config().Pool.MaxIdleTime)
+	require.NoError(t, p.QueryRow(ctxFor(t, 10*time.Second), "SELECT 1").Scan(&n), "pool parameters reached the server")
+
+	p = open(base+sep+"pool_max_conns=3&pool_max_conn_idle_time=2m", pool.Config{MaxSize: 2, MinIdle: 1})
+	assert.Equal(t, 2, p.Stats().MaxSize, "pool.Config over the connection string")
+	assert.Equal(t, 1, p.Config().Pool.MinIdle)
+	assert.Equal(t, 2*time.Minute, p.Config().Pool.MaxIdleTime, "fields pool.Config leaves zero keep the string's value")
+
+	_, err := pgxmanager.Open(base, pool.Config{MaxSize: 2, MinIdle: 3})
+	require.ErrorIs(t, err, pool.ErrInvalidConfig, "pool.New still validates")
+}
+
+// Config returns what OpenConfig opens the same pool with: defaults filled
+// in, "none" kept as a negative value, a copy the caller may change.
+func TestConfigRoundTrips(t *testing.T) {
+	cfg, err := pgxmanager.ParsePoolConfig(dsn(t))
+	require.NoError(t, err)
+	cfg.Pool.MaxLifetime = -1
+	cfg.Pool.MaxSize = 2
+	p, err := pgxmanager.OpenConfig(cfg)
+	require.NoError(t, err)
+	defer p.Close(context.Background())
+	got := p.Config()
+	assert.Negative(t, got.Pool.MaxLifetime)
+	assert.Equal(t, 2, got.Pool.MaxSize)
+	assert.Equal(t, cfg.ConnString(), got.ConnString())
+	got.ConnConfig.RuntimeParams["application_name"] = "changed"
+	assert.NotEqual(t, "changed", p.Config().ConnConfig.RuntimeParams["application_name"], "Config returns a copy")
+	p2, err := pgxmanager.OpenConfig(got)
+	require.NoError(t, err)
+	defer p2.Close(context.Background())
+	assert.Equal(t, p.Config().Pool, p2.Config().Pool)
+
+	_, err = pgxmanager.OpenConfig(nil)
+	require.ErrorIs(t, err, pgxmanager.ErrInvalidConfig)
+	_, err = pgxmanager.OpenConfig(&pgxmanager.PoolConfig{})
+	require.ErrorIs(t, err, pgxmanager.ErrInvalidConfig, "no ConnConfig")
+}

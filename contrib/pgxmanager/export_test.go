@@ -1,0 +1,7 @@
+package pgxmanager
+
+// Internals the tests reach.
+var (
+	WithDefaults = withDefaults
+	ForPool      = forPool
+)
