@@ -6,7 +6,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/jackc/puddle/v2 v2.2.3
 	github.com/libp2p/go-buffer-pool v0.1.0
-	github.com/poolkit/poolkit v0.0.0-00010101000000-000000000000
+	github.com/poolkit/poolkit v0.1.0
 	github.com/stretchr/testify v1.11.1
 	github.com/valyala/bytebufferpool v1.0.0
 	go.uber.org/goleak v1.3.0
@@ -24,17 +24,17 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
-	github.com/poolkit/poolkit/contrib/pgxmanager v0.0.0-00010101000000-000000000000
-	github.com/poolkit/poolkit/examples v0.0.0-00010101000000-000000000000
+	github.com/poolkit/poolkit/contrib/pgxmanager v0.1.0
+	github.com/poolkit/poolkit/examples v0.1.0
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
-// The root module and the examples are not published; inside the repository
-// the go.work ties them, and these replaces keep the module buildable with
-// GOWORK=off.
+// Inside the repository, go.work ties the modules together, and these
+// replaces keep the module buildable from a checkout with GOWORK=off. A
+// consumer's build ignores them and fetches the versions required above.
 replace github.com/poolkit/poolkit => ../
 
 replace github.com/poolkit/poolkit/contrib/pgxmanager => ../contrib/pgxmanager

@@ -3,7 +3,7 @@ module github.com/poolkit/poolkit/contrib/poolprom
 go 1.26
 
 require (
-	github.com/poolkit/poolkit v0.0.0-00010101000000-000000000000
+	github.com/poolkit/poolkit v0.1.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/stretchr/testify v1.11.1
 	go.uber.org/goleak v1.3.0
@@ -26,6 +26,7 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
-// The root module is not published; inside the repository the go.work ties
-// them, and this replace keeps the module buildable with GOWORK=off.
+// Inside the repository, go.work ties the modules together, and this replace
+// keeps the module buildable from a checkout with GOWORK=off. A consumer's
+// build ignores it and fetches the version required above.
 replace github.com/poolkit/poolkit => ../..
