@@ -1,6 +1,6 @@
 module github.com/poolkit/poolkit/benches
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/Shopify/toxiproxy/v2 v2.12.0
@@ -8,7 +8,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/jackc/puddle/v2 v2.2.3
 	github.com/libp2p/go-buffer-pool v0.1.0
-	github.com/poolkit/poolkit v0.0.0-00010101000000-000000000000
+	github.com/poolkit/poolkit v0.1.0
 	github.com/redis/go-redis/v9 v9.17.0
 	github.com/rs/zerolog v1.35.1
 	github.com/stretchr/testify v1.11.1
@@ -48,17 +48,17 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
-	github.com/poolkit/poolkit/contrib/pgxmanager v0.0.0-00010101000000-000000000000
-	github.com/poolkit/poolkit/examples v0.0.0-00010101000000-000000000000
+	github.com/poolkit/poolkit/contrib/pgxmanager v0.1.0
+	github.com/poolkit/poolkit/examples v0.1.0
 	golang.org/x/image v0.46.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
-// The root module and the examples are not published; inside the repository
-// the go.work ties them, and these replaces keep the module buildable with
-// GOWORK=off.
+// Inside the repository, go.work ties the modules together, and these
+// replaces keep the module buildable from a checkout with GOWORK=off. A
+// consumer's build ignores them and fetches the versions required above.
 replace github.com/poolkit/poolkit => ../
 
 replace github.com/poolkit/poolkit/contrib/pgxmanager => ../contrib/pgxmanager

@@ -3,8 +3,8 @@ module github.com/poolkit/poolkit/examples
 go 1.26
 
 require (
-	github.com/poolkit/poolkit v0.0.0-00010101000000-000000000000
-	github.com/poolkit/poolkit/contrib/pgxmanager v0.0.0-00010101000000-000000000000
+	github.com/poolkit/poolkit v0.1.0
+	github.com/poolkit/poolkit/contrib/pgxmanager v0.1.0
 	github.com/stretchr/testify v1.11.1
 	go.uber.org/goleak v1.3.0
 )
@@ -19,9 +19,9 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
-// The root module and the integration modules are not published; inside the
-// repository the go.work ties them, and these replaces keep the module
-// buildable with GOWORK=off.
+// Inside the repository, go.work ties the modules together, and these
+// replaces keep the module buildable from a checkout with GOWORK=off. A
+// consumer's build ignores them and fetches the versions required above.
 replace (
 	github.com/poolkit/poolkit => ../
 	github.com/poolkit/poolkit/contrib/pgxmanager => ../contrib/pgxmanager

@@ -3,7 +3,7 @@ module github.com/poolkit/poolkit/contrib/poolotel
 go 1.26
 
 require (
-	github.com/poolkit/poolkit v0.0.0-00010101000000-000000000000
+	github.com/poolkit/poolkit v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.40.0
 	go.opentelemetry.io/otel/metric v1.40.0
@@ -23,6 +23,7 @@ require (
 	golang.org/x/sys v0.40.0 // indirect
 )
 
-// The root module is not published; inside the repository the go.work ties
-// them, and this replace keeps the module buildable with GOWORK=off.
+// Inside the repository, go.work ties the modules together, and this replace
+// keeps the module buildable from a checkout with GOWORK=off. A consumer's
+// build ignores it and fetches the version required above.
 replace github.com/poolkit/poolkit => ../..

@@ -42,7 +42,19 @@
 //	poolkit_bytepool_released_total                counter: buffers let go by trimming
 //	poolkit_bytepool_retained_bytes                gauge
 //	poolkit_bytepool_max_retained_bytes            gauge: the retention bound
-//	poolkit_bytepool_class_buffers{size}           gauge: buffers kept, per size class (size in bytes)
+//	poolkit_bytepool_class_buffers{size}           gauge: buffers kept, per size class (size in bytes); only with Options.PerClass
+//
+// The per-class series are left out unless Options.PerClass asks for them:
+// there is one per size class (73 with bytepool's default Config, 64 B to
+// 16 MiB), and in a typical service all but a few read 0; retained_bytes
+// and gets_total say how much a pool keeps and how well it serves without
+// them.
+//
+// dashboard.json, in this module's folder, is a Grafana dashboard over
+// these metrics (default namespace; pools told apart by a "pool" label, as
+// in the example above): connections by state, blocked acquires (rate,
+// mean and quantiles from the histogram), closes by reason, connects, and
+// the byte pool's retention and sources.
 package poolprom
 
 import (
@@ -65,6 +77,12 @@ type Options struct {
 	// ConstLabels are added to every metric, to tell pools apart (e.g.
 	// {"pool": "db"}).
 	ConstLabels prometheus.Labels
+	// PerClass, for NewBytesCollector, adds
+	// poolkit_bytepool_class_buffers{size}: one series per size class of
+	// the pool (73 with bytepool's default Config, 64 B to 16 MiB), most
+	// of them 0 in a typical service. Default false: those series are left
+	// out. The collector's other metrics do not depend on it.
+	PerClass bool
 }
 
 // named adds the label pool="Name" when p has a name (pool.Config.Name, read
@@ -170,21 +188,26 @@ func (c *collector[S]) send(ch chan<- prometheus.Metric, s *S) {
 	}
 }
 
-// bytesCollector adds to the fixed series one per size class, which a
-// snapshot lists.
+// bytesCollector adds to the fixed series, with Options.PerClass, one per
+// size class, which a snapshot lists.
 type bytesCollector struct {
 	*collector[bytepool.Stats]
-	classBuffers *prometheus.Desc
+	classBuffers *prometheus.Desc // nil without Options.PerClass
 }
 
 func (c bytesCollector) Describe(ch chan<- *prometheus.Desc) {
 	c.collector.Describe(ch)
-	ch <- c.classBuffers
+	if c.classBuffers != nil {
+		ch <- c.classBuffers
+	}
 }
 
 func (c bytesCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.stats()
 	c.send(ch, &s)
+	if c.classBuffers == nil {
+		return
+	}
 	for _, cl := range s.Classes {
 		ch <- prometheus.MustNewConstMetric(c.classBuffers, prometheus.GaugeValue, float64(cl.Buffers), strconv.Itoa(cl.Size))
 	}
@@ -304,9 +327,10 @@ func NewBytesCollector(p BytesStatser, o Options) prometheus.Collector {
 		{name: "max_retained_bytes", help: "The retention bound, in bytes.",
 			typ: gauge, value: func(s *bytepool.Stats) float64 { return float64(s.MaxRetained) }},
 	})
-	return bytesCollector{
-		collector: c,
-		classBuffers: prometheus.NewDesc(prometheus.BuildFQName(o.namespace(), "bytepool", "class_buffers"),
-			"Buffers kept for reuse, per size class (size in bytes).", []string{"size"}, o.ConstLabels),
+	bc := bytesCollector{collector: c}
+	if o.PerClass {
+		bc.classBuffers = prometheus.NewDesc(prometheus.BuildFQName(o.namespace(), "bytepool", "class_buffers"),
+			"Buffers kept for reuse, per size class (size in bytes).", []string{"size"}, o.ConstLabels)
 	}
+	return bc
 }

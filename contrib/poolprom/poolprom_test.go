@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/poolkit/poolkit/bytepool"
 	"github.com/poolkit/poolkit/contrib/poolprom"
 	"github.com/poolkit/poolkit/internal/testutil/pooltest"
 	"github.com/poolkit/poolkit/manager"
@@ -150,7 +151,7 @@ func TestBytesCollectorReportsAPoolInAKnownState(t *testing.T) {
 	bp := pooltest.DriveBytes(t)
 
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(poolprom.NewBytesCollector(bp, poolprom.Options{Namespace: "svc"}))
+	reg.MustRegister(poolprom.NewBytesCollector(bp, poolprom.Options{Namespace: "svc", PerClass: true}))
 	s := bp.Stats()
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP svc_bytepool_class_buffers Buffers kept for reuse, per size class (size in bytes).
@@ -187,6 +188,35 @@ svc_bytepool_retained_bytes 128
 		require.Equal(t, want, gathered(t, reg, name), name)
 	}
 	require.Positive(t, s.MaxRetained)
+}
+
+// The per-class series are left out unless Options.PerClass asks for them;
+// with it there is one per size class (73 with the default Config, as the
+// package doc says), and the other series are the same either way.
+func TestBytesCollectorHasPerClassSeriesOnlyWithPerClass(t *testing.T) {
+	bp, err := bytepool.New(bytepool.Config{})
+	require.NoError(t, err)
+	bytepool.Put(bp.Get(1000))
+	classes := len(bp.Stats().Classes)
+	require.Equal(t, 73, classes)
+
+	total := map[bool]int{}
+	for _, perClass := range []bool{false, true} {
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(poolprom.NewBytesCollector(bp, poolprom.Options{PerClass: perClass}))
+		n, err := testutil.GatherAndCount(reg, "poolkit_bytepool_class_buffers")
+		require.NoError(t, err)
+		if perClass {
+			require.Equal(t, classes, n)
+		} else {
+			require.Zero(t, n)
+		}
+		all, err := testutil.GatherAndCount(reg)
+		require.NoError(t, err)
+		total[perClass] = all - n
+	}
+	require.Equal(t, total[false], total[true], "series other than the per-class ones")
+	require.Positive(t, total[false])
 }
 
 // gathered returns the value of the one series of the named metric.
