@@ -50,16 +50,25 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 		if ok {
 			if gen, ok := claim(e); ok {
 				// check, by hand: no call for an object that needs no
-				// Recycle (see check and recycle).
+				// Recycle, and the guard's defer is Acquire's own (see
+				// check and recycle): in a function of its own the guard
+				// cost a manager with a check 13 instructions more per
+				// Acquire; here it costs one without a check 12.
 				r := p.onHand(e)
 				if r == 0 {
 					if e.m.Uses == 0 || !p.recycles {
 						e.m.Uses++
 						return Lease[T]{e, gen}, nil
 					}
-					if r = p.recycle(ctx, e); r == 0 {
+					armed := true
+					defer e.closeIfPanicked(&armed, reasonRecycle)
+					err := p.mgr.Recycle(ctx, e.value, e.m)
+					armed = false
+					if err == nil {
+						e.m.Uses++
 						return Lease[T]{e, gen}, nil
 					}
+					r = recycleFailed(ctx, err)
 				}
 				p.localFailed(ctx, e, r)
 				if r == checkCanceled || (r != checkAged && ctx.Err() != nil) {

@@ -54,22 +54,26 @@ func (nopMgr) Recycle(context.Context, *obj, manager.Metrics) error { return nil
 func (nopMgr) Close(*obj) error                                     { return nil }
 
 // BenchmarkAcquireRelease is one goroutine taking and returning an idle
-// object: the pool in several configurations, and the per-P stack alone (the
-// floor).
+// object: the pool in several configurations (with a manager whose Recycle
+// does nothing but is called, and with one that has no check), and the per-P
+// stack alone (the floor).
 func BenchmarkAcquireRelease(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	noCheck := manager.Funcs[*obj]{ConnectFunc: func(context.Context) (*obj, error) { return &obj{}, nil }}
 	for _, c := range []struct {
 		name string
+		m    manager.Manager[*obj]
 		cfg  pool.Config
 	}{
-		{"Pool", pool.Config{MaxSize: 8}},
-		{"Pool/AcquireTimeout", pool.Config{MaxSize: 8, AcquireTimeout: time.Second}},
-		{"Pool/Expiry", pool.Config{MaxSize: 8, MaxIdleTime: time.Hour, MaxLifetime: time.Hour, MaxUses: 1 << 40}},
-		{"Pool/ExchangeMutex", pool.Config{MaxSize: 8, Exchange: pool.ExchangeMutex}},
+		{"Pool", nopMgr{}, pool.Config{MaxSize: 8}},
+		{"PoolNoRecycle", noCheck, pool.Config{MaxSize: 8}}, // a manager.RecycleSkipper
+		{"Pool/AcquireTimeout", nopMgr{}, pool.Config{MaxSize: 8, AcquireTimeout: time.Second}},
+		{"Pool/Expiry", nopMgr{}, pool.Config{MaxSize: 8, MaxIdleTime: time.Hour, MaxLifetime: time.Hour, MaxUses: 1 << 40}},
+		{"Pool/ExchangeMutex", nopMgr{}, pool.Config{MaxSize: 8, Exchange: pool.ExchangeMutex}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			p := benchNewPool(b, c.cfg)
+			p := benchNewPoolOf(b, c.m, c.cfg)
 			b.ReportAllocs()
 			for b.Loop() {
 				l, err := p.Acquire(ctx)

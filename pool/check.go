@@ -99,8 +99,9 @@ func (p *Pool[T]) check(ctx context.Context, e *entry[T]) int {
 // the object and frees its slot before the panic goes on to the caller: a
 // panicking manager costs one object, not a slot for good. The defer is
 // open-coded (a flag on the stack, tested at return); its cost is in
-// DESIGN.md. It is a function of its own (a defer is never inlined), so that
-// the Acquire of a pool whose manager has no Recycle has no defer to set up.
+// DESIGN.md. Acquire's fast path has the same steps inline, so that the
+// guard's defer is open-coded in Acquire rather than a call of its own (13
+// instructions per Acquire with a check; decision 0011).
 func (p *Pool[T]) recycle(ctx context.Context, e *entry[T]) int {
 	armed := true
 	defer e.closeIfPanicked(&armed, reasonRecycle)
