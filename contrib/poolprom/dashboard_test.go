@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/VictoriaMetrics/metricsql"
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,19 +62,22 @@ func TestDashboardCheckFindsWhatIsWrong(t *testing.T) {
 }
 
 // exportedFamilies gathers a registry with both collectors on real pools
-// (the pool labelled pool="db", as the dashboard expects), PerClass on.
+// (the pool labelled pool="db", as the dashboard expects), PerClass on. The
+// pool's known state is driven in a synctest bubble, as pooltest requires.
 func exportedFamilies(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	p := pooltest.DrivePool(t, func(*pool.Pool[int]) {})
-	reg.MustRegister(poolprom.NewPoolCollector(p, poolprom.Options{ConstLabels: prometheus.Labels{"pool": "db"}}))
-	reg.MustRegister(poolprom.NewBytesCollector(pooltest.DriveBytes(t), poolprom.Options{PerClass: true}))
-	families, err := reg.Gather()
-	require.NoError(t, err)
 	exported := map[string]*dto.MetricFamily{}
-	for _, f := range families {
-		exported[f.GetName()] = f
-	}
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewPedanticRegistry()
+		p := pooltest.DrivePool(t, func(*pool.Pool[int]) {})
+		reg.MustRegister(poolprom.NewPoolCollector(p, poolprom.Options{ConstLabels: prometheus.Labels{"pool": "db"}}))
+		reg.MustRegister(poolprom.NewBytesCollector(pooltest.DriveBytes(t), poolprom.Options{PerClass: true}))
+		families, err := reg.Gather()
+		require.NoError(t, err)
+		for _, f := range families {
+			exported[f.GetName()] = f
+		}
+	})
 	return exported
 }
 

@@ -40,6 +40,7 @@ const TimedOutWait = 5 * time.Millisecond
 // TimedOutWait.
 func DrivePool(t *testing.T, wait func(*pool.Pool[int])) *pool.Pool[int] {
 	t.Helper()
+	requireBubble(t)
 	var n atomic.Int64
 	// a's Manager.Close waits until the third connection's Acquire is in
 	// line: that Acquire then waits for a's slot, whatever the scheduling.
@@ -173,4 +174,17 @@ func await(ctx context.Context, t testing.TB, ch <-chan struct{}, n int, what st
 			t.Fatalf("pooltest: %d of %d %s before %v", i, n, what, ctx.Err())
 		}
 	}
+}
+
+// requireBubble fails t at once when it is not running in a synctest bubble
+// (synctest.Wait panics there), rather than leaving the pool it would drive
+// to hang its test's clean-up.
+func requireBubble(t *testing.T) {
+	t.Helper()
+	defer func() {
+		if recover() != nil {
+			t.Fatal("pooltest: DrivePool must run inside synctest.Test")
+		}
+	}()
+	synctest.Wait()
 }
