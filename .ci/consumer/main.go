@@ -158,7 +158,7 @@ func useBytepool() error {
 	if got := buf.String(); got != "1000 bytes" {
 		return fmt.Errorf("Buffer holds %q", got)
 	}
-	buf.Release()
+	buf.Free()
 	return nil
 }
 
