@@ -53,3 +53,11 @@ func (p *Pool[T]) EntrySpans() [][2]uintptr {
 
 // CheckSlotCounts is the slot counters' run-time check (slots.go).
 var CheckSlotCounts = checkSlotCounts
+
+// SetTestHookSlotUnclaimed makes f run when a dispatch has found nobody to
+// take the slot it reserved, before it gives the slot back; restore undoes
+// it. Not safe to call while the pool runs.
+func SetTestHookSlotUnclaimed(f func()) (restore func()) {
+	testHookSlotUnclaimed = f
+	return func() { testHookSlotUnclaimed = nil }
+}

@@ -733,3 +733,42 @@ func testAcquireOnContextEndedByObserverHandsOutNothing(t *testing.T) {
 	require.Equal(t, 1, st.Idle, "the idle object was not handed out")
 	require.Equal(t, uint64(1), st.Connects, "MinIdle's connect, and none for the Acquires")
 }
+
+// TestUnclaimedSlotReachesAWaiterThatQueuedMeanwhile checks invariant 5 on
+// the path where a dispatch reserves a slot and finds nobody to take it (the
+// only waiter backs off after a failed connect), while a new waiter queues:
+// that waiter's own look cannot reserve the slot, so the dispatch that gives
+// it back must hand it on.
+func TestUnclaimedSlotReachesAWaiterThatQueuedMeanwhile(t *testing.T) {
+	run(t, testUnclaimedSlotReachesAWaiterThatQueuedMeanwhile)
+}
+
+func testUnclaimedSlotReachesAWaiterThatQueuedMeanwhile(t *testing.T, mode testMode) {
+	var connects atomic.Int32
+	f := &fakeMgr{connect: func(context.Context) error {
+		if connects.Add(1) == 1 {
+			return errFake // the first waiter backs off, taking objects only
+		}
+		return nil
+	}}
+	p := mode.newPool(t, f, pool.Config{MaxSize: 1, AcquireTimeout: time.Minute})
+	retrying := make(chan pool.Lease[*obj], 1)
+	go func() { retrying <- acquire(t, p) }()
+	require.Equal(t, 1, settle(t, p).Waiting, "the first waiter backs off in the queue")
+
+	newcomer := make(chan pool.Lease[*obj], 1)
+	restore := pool.SetTestHookSlotUnclaimed(func() {
+		go func() { newcomer <- acquire(t, p) }()
+		synctest.Wait() // it queued, and its look found the slot reserved
+	})
+	p.SetMaxSize(1) // a dispatch: the backing-off waiter takes no slot
+	restore()
+	synctest.Wait()
+	select {
+	case l := <-newcomer:
+		l.Release()
+	default:
+		t.Fatal("the waiter that queued while the slot was reserved was never handed it")
+	}
+	(<-retrying).Release()
+}

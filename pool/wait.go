@@ -93,6 +93,16 @@ func (q *waitQueue[T]) popSlotTaker() *waiter[T] {
 	return w
 }
 
+// hasSlotTaker reports whether a waiter that takes a slot is queued.
+func (q *waitQueue[T]) hasSlotTaker() bool {
+	for w := q.head; w != nil; w = w.next {
+		if !w.objOnly {
+			return true
+		}
+	}
+	return false
+}
+
 // getWaiter and putWaiter recycle waiters (and their channels) through
 // Pool.waiters; a waiter is put back only once it is out of the queue and
 // its channel is empty.
@@ -174,19 +184,41 @@ func (p *Pool[T]) dispatchFrom(scanOnly bool) {
 		}
 		if p.reserve() {
 			if !p.handoff(hand[T]{slot: true}) {
-				// Nobody takes a slot (nobody waits, or every waiter backs
-				// off): a waiter that comes, or whose pause ends, looks
-				// itself.
-				p.unreserve()
-				if p.state.Load()&closedBit != 0 {
-					p.checkDone()
+				if testHookSlotUnclaimed != nil {
+					testHookSlotUnclaimed()
 				}
-				return
+				if !p.slotUnclaimed() {
+					return
+				}
 			}
 			continue
 		}
 		return
 	}
+}
+
+// testHookSlotUnclaimed, if set, runs when dispatch has found nobody to take
+// the slot it reserved, before it gives the slot back (tests only).
+var testHookSlotUnclaimed func()
+
+// slotUnclaimed gives back a slot that dispatch reserved and nobody took
+// (every waiter gave up, or backs off after a failed connect), and reports
+// whether dispatch must look again. It must when a slot-taking waiter
+// queued meanwhile: that waiter's own look ran while the slot was still
+// reserved, so its reserve failed and it counts on the holder of the slot —
+// this dispatch — to hand it on. The look for such a waiter is under mu and
+// after the unreserve, so a waiter that queues later finds the slot free
+// itself. A waiter whose pause ends says so under mu and dispatches itself.
+func (p *Pool[T]) slotUnclaimed() bool {
+	p.unreserve()
+	if p.state.Load()&closedBit != 0 {
+		p.checkDone()
+		return false
+	}
+	p.mu.Lock()
+	again := p.queue.hasSlotTaker()
+	p.mu.Unlock()
+	return again
 }
 
 // enqueue queues w — at the back, or at the front for a waiter that keeps
