@@ -86,3 +86,20 @@ func TestFuncsWithoutRecycleFuncSkipsRecycle(t *testing.T) {
 	require.True(t, s.SkipRecycle())
 	require.False(t, manager.Funcs[int]{RecycleFunc: func(context.Context, int, manager.Metrics) error { return nil }}.SkipRecycle())
 }
+
+func TestKeyedFuncsPassTheKeyAndMeanWhatFuncsMean(t *testing.T) {
+	var got string
+	f := manager.KeyedFuncs[string, int]{ConnectFunc: func(_ context.Context, key string) (int, error) {
+		got = key
+		return len(key), nil
+	}}
+	v, err := f.Connect(context.Background(), "tenant-7")
+	require.NoError(t, err)
+	require.Equal(t, 8, v)
+	require.Equal(t, "tenant-7", got)
+	require.True(t, f.SkipRecycle())
+	require.NoError(t, f.Recycle(context.Background(), v, manager.Metrics{}))
+	require.NoError(t, f.Close(v))
+	_, err = manager.KeyedFuncs[string, int]{}.Connect(context.Background(), "k")
+	require.ErrorContains(t, err, "KeyedFuncs.ConnectFunc")
+}
