@@ -261,7 +261,8 @@ func TestKeyedMaxSizePerKeyHoldsWithRoomToSpare(t *testing.T) {
 }
 
 // TestKeyedKeyStateIsDroppedOnceEmpty: memory follows the live objects and
-// waiters, not the keys ever seen (100,000 keys over the run), and the
+// waiters, not the keys ever seen (100,000 keys over the run; fewer under
+// the race detector), and the
 // totals keep the counts of dropped keys.
 func TestKeyedKeyStateIsDroppedOnceEmpty(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) { testKeyedKeyStateIsDroppedOnceEmpty(t) })
@@ -270,7 +271,7 @@ func TestKeyedKeyStateIsDroppedOnceEmpty(t *testing.T) {
 func testKeyedKeyStateIsDroppedOnceEmpty(t *testing.T) {
 	m := newKeyedMgr(8, 8)
 	k := newKeyed(t, m, pool.KeyedConfig{MaxSize: 8, MaxIdleTime: time.Hour})
-	const keys = 100_000
+	const keys = churnKeys
 	for i := range keys {
 		l := kacquire(t, k, fmt.Sprintf("key-%d", i))
 		if i%2 == 0 {
@@ -425,7 +426,7 @@ func TestKeyedStress(t *testing.T) {
 	const (
 		workers = 32
 		keys    = 24
-		ops     = 1500
+		ops     = keyedStress
 	)
 	m := newKeyedMgr(6, 3)
 	var connects atomic.Int64
