@@ -2,6 +2,7 @@ package bytepool
 
 import (
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/poolkit/poolkit/internal/shard"
@@ -290,11 +291,31 @@ func (cl *class) push(ptr unsafe.Pointer) bool {
 	ok := s.Push(ptr) || l.PushSpill(s, ptr)
 	shard.Exit()
 	if s == nil {
-		// No stack to use pinned (GOMAXPROCS grew, or a synchronised
-		// build): Local.Push does it all.
-		ok = l.Push(ptr)
+		return cl.pushUnpinned(l, pid, ptr)
 	}
 	return ok
+}
+
+// pushUnpinned is push where the pinned section found no stack for P pid in
+// l, the tiers it loaded. push no longer holds the pin that a release of
+// replaced tiers waits out (see resize), so l may be replaced and released
+// meanwhile; a buffer filed in l after that would be lost, kept by tiers
+// nobody drains again. So, in the default build (GOMAXPROCS grew: pid is
+// beyond l's stacks), pushUnpinned grows l's table and starts push again,
+// which loads the tiers afresh, pinned; if l has been released, Grow says
+// so and pushUnpinned reports false, for the caller to file ptr elsewhere.
+// In the synchronised builds (pid is -1) nothing is pinned and Local.Push
+// does it all: it takes each stack's guard, which the release takes for
+// good (shard.Local.DrainAll), so a Push on released tiers keeps nothing
+// and reports false.
+func (cl *class) pushUnpinned(l *shard.Local[unsafe.Pointer], pid int, ptr unsafe.Pointer) bool {
+	if h := unpinnedHook.Load(); h != nil {
+		(*h)()
+	}
+	if pid < 0 {
+		return l.Push(ptr)
+	}
+	return l.Grow(pid) && cl.push(ptr)
 }
 
 // pop is Local.Pop on class cl's tiers, loaded while pinned (see push).
@@ -312,9 +333,25 @@ func (cl *class) pop() (unsafe.Pointer, bool) {
 	}
 	shard.Exit()
 	if s == nil {
-		ptr, ok = l.Pop()
+		return cl.popUnpinned(l, pid)
 	}
 	return ptr, ok
+}
+
+// popUnpinned is pop where the pinned section found no stack for P pid in l,
+// as pushUnpinned is push's. A pop from released tiers would find nothing,
+// but in the default build one that pins again to pop from l could run
+// alongside the release's drain and take a buffer the drain also takes: so
+// pop starts again, pinned, once l's table covers pid. In the synchronised
+// builds each stack's guard keeps the two apart.
+func (cl *class) popUnpinned(l *shard.Local[unsafe.Pointer], pid int) (unsafe.Pointer, bool) {
+	if pid < 0 {
+		return l.Pop()
+	}
+	if !l.Grow(pid) {
+		return nil, false
+	}
+	return cl.pop()
 }
 
 // unfull clears every class's full flag (see grow). Called with trimMu held.
@@ -323,3 +360,8 @@ func (p *Pool) unfull() {
 		p.classes[i].full.Store(false)
 	}
 }
+
+// unpinnedHook, if set (by tests, see export_test.go), runs where class.push
+// has left the pinned section that loaded the class's tiers without finding
+// a stack to use, before it goes on unpinned.
+var unpinnedHook atomic.Pointer[func()]
