@@ -131,6 +131,18 @@ const maxPending = 2
 // Releasing them at once instead would miss a Put that loaded them just
 // before the switch and files its buffer after the release. Called with
 // trimMu held, unpinned.
+//
+// The stop-the-world covers pinned sections only, so no buffer is lost only
+// if nothing uses tiers it loaded after the pinned section that loaded them
+// has ended. Where that section found no stack for its P (Local.Stack
+// returned nil), class.push and class.pop go on unpinned (pushUnpinned,
+// popUnpinned): in the default build (GOMAXPROCS grew) they grow the
+// table and start again pinned, loading the tiers afresh; in the
+// synchronised builds, where nothing is pinned and the stop-the-world
+// waits for nobody, Local.Push and Local.Pop go through each stack's guard,
+// which the release (shard.Local.DrainAll) takes for good, so a Push that
+// comes after it keeps nothing, reports false, and its caller files the
+// buffer elsewhere.
 func (p *Pool) resize(i, depth, spill int) {
 	p.classes[i].resizes++
 	p.replaceTiers(i, depth, spill, true)
@@ -251,7 +263,9 @@ func (p *Pool) settleReplaced(cl *class, drop bool) {
 // release empties r, a replaced tier set no goroutine can be using any more,
 // into to (nil: nowhere), else the exchange (unless to is nil), else the
 // allocator, and adds the Gets it served to the class's past. Every P's
-// stack and spill is reachable now (shard.Local.DrainAll).
+// stack and spill is reachable now (shard.Local.DrainAll), and r's tiers
+// keep nothing afterwards: DrainAll seals them against a straggler of the
+// synchronised builds (see resize).
 func (p *Pool) release(cl *class, r replaced, to *shard.Local[unsafe.Pointer]) {
 	r.l.DrainAll(func(ptr unsafe.Pointer) {
 		switch {
@@ -318,6 +332,11 @@ func (cl *class) pushUnpinned(l *shard.Local[unsafe.Pointer], pid int, ptr unsaf
 	return l.Grow(pid) && cl.push(ptr)
 }
 
+// unpinnedHook, if set (by tests, see export_test.go), runs where
+// pushUnpinned starts: where a release of the tiers push loaded can come
+// between their load and their use. One load, off the fast path.
+var unpinnedHook atomic.Pointer[func()]
+
 // pop is Local.Pop on class cl's tiers, loaded while pinned (see push).
 func (cl *class) pop() (unsafe.Pointer, bool) {
 	pid := shard.Enter()
@@ -360,8 +379,3 @@ func (p *Pool) unfull() {
 		p.classes[i].full.Store(false)
 	}
 }
-
-// unpinnedHook, if set (by tests, see export_test.go), runs where class.push
-// has left the pinned section that loaded the class's tiers without finding
-// a stack to use, before it goes on unpinned.
-var unpinnedHook atomic.Pointer[func()]
