@@ -70,7 +70,9 @@ type Config struct {
 	ShouldPing func(ctx context.Context, p ShouldPingParams) bool
 	// AfterRelease, if set, runs in CheckRelease on each connection released
 	// in a reusable state, on the releasing goroutine: false closes the
-	// connection instead of pooling it.
+	// connection instead of pooling it. As in pgxpool, it is not asked about
+	// a connection released past its lifetime (pool.Config.MaxLifetime),
+	// which the pool closes without asking the Manager.
 	AfterRelease func(c *pgx.Conn) bool
 	// BeforeClose, if set, runs in Close before each connection is closed.
 	BeforeClose func(c *pgx.Conn)
