@@ -79,10 +79,27 @@ func NewPool(p *pool.Pool[*pgx.Conn], opts Options) *Pool {
 // configuration it gives (pc wins over the connection string, which wins
 // over pgxpool's defaults), and opens the Pool with OpenConfig. Open(dsn,
 // pool.Config{}) is pgxpool.New(ctx, dsn).
+//
+// The lifetime is one setting: if pc sets MaxLifetime or LifetimeJitter,
+// pc's pair, in pool.Config's terms (the jitter taken off within
+// MaxLifetime), replaces the connection string's pool_max_conn_lifetime and
+// pool_max_conn_lifetime_jitter together. Of the pair, a zero
+// LifetimeJitter means none, and a zero MaxLifetime the string's
+// pool_max_conn_lifetime (else DefaultMaxLifetime), without the string's
+// jitter. So a MaxLifetime in pc is the longest a connection lives,
+// whatever jitter the string gives.
 func Open(connString string, pc pool.Config) (*Pool, error) {
 	cfg, err := ParsePoolConfig(connString)
 	if err != nil {
 		return nil, err
+	}
+	if pc.MaxLifetime != 0 || pc.LifetimeJitter != 0 {
+		// The string's jitter goes with the string's lifetime, to which
+		// ParsePoolConfig added it.
+		if cfg.Pool.MaxLifetime > 0 {
+			cfg.Pool.MaxLifetime -= cfg.Pool.LifetimeJitter
+		}
+		cfg.Pool.LifetimeJitter = 0
 	}
 	override(&cfg.Pool, pc)
 	return OpenConfig(cfg)
