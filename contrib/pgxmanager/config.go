@@ -113,7 +113,9 @@ func ParseConfig(connString string) (Config, error) {
 //     connection at a random moment up to this long after its lifetime;
 //     pool.Config takes its jitter off within MaxLifetime, so the pair maps
 //     to Pool.MaxLifetime = lifetime + jitter and Pool.LifetimeJitter =
-//     jitter, which gives the same lifetimes.
+//     jitter, which gives the same lifetimes. A program that sets
+//     Pool.MaxLifetime itself sets LifetimeJitter with it (Open does: see
+//     Open).
 //   - pool_max_conn_idle_time: duration: Pool.MaxIdleTime (default
 //     DefaultMaxIdleTime; 0, as in pgxpool, keeps no idle connection beyond
 //     MinIdle: the smallest positive limit).

@@ -27,7 +27,17 @@ type (
 	panicInt64 struct{}
 	// panicScanner panics when pgx scans a value into it.
 	panicScanner struct{}
+	// nilPanicValuer's Value, on the pointer, panics when called on nil,
+	// as pgx calls it (database/sql's rule).
+	nilPanicValuer struct{}
 )
+
+func (v *nilPanicValuer) Value() (driver.Value, error) {
+	if v == nil {
+		panic("nil valuer boom")
+	}
+	return nil, nil
+}
 
 func (panicValuer) Value() (driver.Value, error)    { panic("valuer boom") }
 func (panicInt64) Int64Value() (pgtype.Int8, error) { panic("codec boom") }
@@ -256,29 +266,50 @@ func failures() []failure {
 			assert.ErrorIs(t, tx.Rollback(ctx), pgx.ErrTxClosed, "the transaction's connection was destroyed")
 		}},
 
-		// Panics in CopyFrom's source, which pgx reads on a goroutine of its own.
-		{"CopyFrom/source Next panic", true, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
+		// Panics in CopyFrom's source and in the Value of its rows' driver.Valuers,
+		// which pgx calls on a goroutine of its own: the facade catches them
+		// there, pgx ends the copy as for an error, and the connection, in a
+		// known state, is released before the panic goes on.
+		{"CopyFrom/source Next panic", false, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
 			require.PanicsWithValue(t, "source Next boom", func() {
 				_, _ = p.CopyFrom(ctx, pgx.Identifier{"pgxm_copy"}, []string{"n"}, &panicSource{at: "Next"})
 			})
 		}},
-		{"CopyFrom/source Values panic", true, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
+		{"CopyFrom/source Values panic", false, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
 			require.PanicsWithValue(t, "source Values boom", func() {
 				_, _ = p.CopyFrom(ctx, pgx.Identifier{"pgxm_copy"}, []string{"n"}, &panicSource{at: "Values"})
 			})
 		}},
-		{"CopyFrom/source Err panic", true, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
+		{"CopyFrom/source Err panic", false, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
 			require.PanicsWithValue(t, "source Err boom", func() {
 				_, _ = p.CopyFrom(ctx, pgx.Identifier{"pgxm_copy"}, []string{"n"}, &panicSource{at: "Err"})
 			})
 		}},
-		{"CopyFrom/source panic in a transaction", true, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
+		{"CopyFrom/Valuer panic in a row", false, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
+			require.PanicsWithValue(t, "valuer boom", func() {
+				_, _ = p.CopyFrom(ctx, pgx.Identifier{"pgxm_copy"}, []string{"n"}, pgx.CopyFromRows([][]any{{1}, {panicValuer{}}, {3}}))
+			})
+		}},
+		{"CopyFrom/nil pointer Valuer panic in a row", false, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
+			require.PanicsWithValue(t, "nil valuer boom", func() {
+				_, _ = p.CopyFrom(ctx, pgx.Identifier{"pgxm_copy"}, []string{"n"}, pgx.CopyFromRows([][]any{{(*nilPanicValuer)(nil)}}))
+			})
+		}},
+		{"CopyFrom/source panic in a transaction", false, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
 			tx, err := p.Begin(ctx)
 			require.NoError(t, err)
 			require.PanicsWithValue(t, "source Values boom", func() {
 				_, _ = tx.CopyFrom(ctx, pgx.Identifier{"pgxm_copy"}, []string{"n"}, &panicSource{at: "Values"})
 			})
-			assert.ErrorIs(t, tx.Rollback(ctx), pgx.ErrTxClosed)
+			assert.NoError(t, tx.Rollback(ctx), "the transaction, failed by the copy, rolls back")
+		}},
+		{"CopyFrom/Valuer panic in a transaction", false, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
+			tx, err := p.Begin(ctx)
+			require.NoError(t, err)
+			require.PanicsWithValue(t, "valuer boom", func() {
+				_, _ = tx.CopyFrom(ctx, pgx.Identifier{"pgxm_copy"}, []string{"n"}, pgx.CopyFromRows([][]any{{panicValuer{}}}))
+			})
+			assert.NoError(t, tx.Rollback(ctx))
 		}},
 
 		// Panics in functions run with a connection.
