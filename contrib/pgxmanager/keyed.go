@@ -13,13 +13,14 @@ import (
 
 // KeyedPool runs queries for many keys (a tenant's database, a role, a
 // server) on one pool.Keyed[K, *pgx.Conn]: one budget of connections,
-// KeyedConfig.MaxSize, exact across all keys (idle, leased, connecting and
-// closing ones), which the keys share as their load asks. For(key) returns
-// the key's DB, which has Pool's query methods.
+// pool.KeyedConfig.MaxSize, exact across all keys (idle, leased, connecting
+// and closing ones), which the keys share as their load asks. For(key)
+// returns the key's DB, which has Pool's query methods.
 //
 // A key that needs a connection when the budget is spent gets room by
-// closing the least recently used idle connection of another key; it waits
-// (first come, first served across keys) only when no key has one idle. A
+// closing the least recently used idle connection of a key nobody waits
+// for (pool.CloseEvict); it waits (first come, first served across keys)
+// only when no connection is idle anywhere. A
 // key's state is dropped once its last connection has closed and nobody
 // waits for it, so keys may come and go without bound.
 //
@@ -127,8 +128,9 @@ func (m keyedManager[K]) Connect(ctx context.Context, key K) (*pgx.Conn, error) 
 }
 
 // For returns key's DB: Pool's query methods on key's connections. It
-// allocates a little: a caller that runs several queries for a key may keep
-// the DB.
+// allocates two small objects and nothing else (the key's state is made by
+// its first acquire): a caller that runs several queries for a key may keep
+// the DB, or call For for each.
 func (kp *KeyedPool[K]) For(key K) *DB {
 	db := &DB{p: *kp.base}
 	db.p.src = keySource[K]{k: kp.k, key: key}
