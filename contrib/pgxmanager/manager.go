@@ -145,9 +145,16 @@ func invalid(format string, args ...any) error {
 // New returns a Manager for cfg. It returns an error matching
 // ErrInvalidConfig, naming the field, if cfg is invalid.
 func New(cfg Config) (*Manager, error) {
-	switch {
-	case cfg.ConnConfig == nil:
+	if cfg.ConnConfig == nil {
 		return nil, invalid("ConnConfig is nil (use ParseConfig or pgx.ParseConfig)")
+	}
+	return newManager(cfg)
+}
+
+// newManager is New for a Manager that may have no ConnConfig: a keyed
+// one's connections each take their key's (see OpenKeyed).
+func newManager(cfg Config) (*Manager, error) {
+	switch {
 	case cfg.PingTimeout < 0:
 		return nil, invalid("PingTimeout must be >= 0, got %v", cfg.PingTimeout)
 	case cfg.CloseTimeout < 0:
@@ -155,10 +162,8 @@ func New(cfg Config) (*Manager, error) {
 	case cfg.CleanupTimeout < 0:
 		return nil, invalid("CleanupTimeout must be >= 0, got %v", cfg.CleanupTimeout)
 	}
-	for _, name := range poolParams {
-		if _, ok := cfg.ConnConfig.RuntimeParams[name]; ok {
-			return nil, invalid("ConnConfig.RuntimeParams has %s, a pgxpool parameter the server would refuse (parse the connection string with ParseConfig or ParsePoolConfig)", name)
-		}
+	if name, ok := poolParam(cfg.ConnConfig); ok {
+		return nil, invalid("ConnConfig.RuntimeParams has %s, %s", name, poolParamAdvice)
 	}
 	if cfg.PingAfter == 0 {
 		cfg.PingAfter = DefaultPingAfter
@@ -170,6 +175,25 @@ func New(cfg Config) (*Manager, error) {
 		cfg.CloseTimeout = DefaultCloseTimeout
 	}
 	return &Manager{cfg: cfg, pings: make(map[*pgx.Conn]*ping)}, nil
+}
+
+// poolParamAdvice ends the error of a ConnConfig that holds a pgxpool
+// parameter among its run-time parameters.
+const poolParamAdvice = "a pgxpool parameter the server would refuse (parse the connection string with ParseConfig or ParsePoolConfig)"
+
+// poolParam returns the first of pgxpool's parameters (poolParams) that cc,
+// if not nil, holds among its run-time parameters, which pgx.ParseConfig
+// leaves there.
+func poolParam(cc *pgx.ConnConfig) (string, bool) {
+	if cc == nil {
+		return "", false
+	}
+	for _, name := range poolParams {
+		if _, ok := cc.RuntimeParams[name]; ok {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // ForcedCloses returns how many Close calls closed a connection's socket
@@ -185,7 +209,12 @@ func (m *Manager) ForcedCloses() uint64 { return m.forced.Load() }
 // error, or a hook's wrapped; after AfterConnect fails, the connection is
 // closed first.
 func (m *Manager) Connect(ctx context.Context) (*pgx.Conn, error) {
-	cc := m.cfg.ConnConfig
+	return m.connect(ctx, m.cfg.ConnConfig)
+}
+
+// connect is Connect with the connection configuration cc, which it does
+// not modify.
+func (m *Manager) connect(ctx context.Context, cc *pgx.ConnConfig) (*pgx.Conn, error) {
 	if m.cfg.BeforeConnect != nil {
 		cc = cc.Copy()
 		if err := guard("BeforeConnect", func() error { return m.cfg.BeforeConnect(ctx, cc) }); err != nil {

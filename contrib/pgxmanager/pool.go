@@ -47,12 +47,21 @@ import (
 // has moved on by the time the error is known), nor does anything once the
 // call's context has ended. Options.DisableRetry turns retries off.
 type Pool struct {
-	p       *pool.Pool[*pgx.Conn]
-	m       *Manager    // the Manager OpenConfig made; nil from NewPool
-	cfg     *PoolConfig // what Config returns copies of; never written after it is made
+	p       *pool.Pool[*pgx.Conn] // nil in a DB's Pool
+	src     source                // where Acquire takes connections from: p, or a DB's key's
+	m       *Manager              // the Manager OpenConfig made; nil from NewPool
+	cfg     *PoolConfig           // what Config returns copies of; never written after it is made
 	prepare func(context.Context, *pgx.Conn) (bool, error)
 	retry   bool
-	retries atomic.Int64
+	retries *atomic.Int64 // shared by the DBs of a KeyedPool
+}
+
+// source is what a Pool's query methods take their connections from: a
+// pool.Pool, or one key's connections of a pool.Keyed (a DB's).
+type source interface {
+	Acquire(ctx context.Context) (pool.Lease[*pgx.Conn], error)
+	// Stats' MaxSize bounds PrepareConn's refusals in one call.
+	Stats() pool.Stats
 }
 
 // NewPool returns a Pool over p, whatever its Manager, with the facade's
@@ -63,7 +72,14 @@ func NewPool(p *pool.Pool[*pgx.Conn], opts Options) *Pool {
 	if p == nil {
 		panic("pgxmanager: NewPool: nil pool")
 	}
-	fp := &Pool{p: p, cfg: &PoolConfig{Options: opts}, retry: !opts.DisableRetry}
+	fp := facade(opts)
+	fp.p, fp.src = p, p
+	return fp
+}
+
+// facade returns a Pool with the facade's options opts and no source yet.
+func facade(opts Options) *Pool {
+	fp := &Pool{cfg: &PoolConfig{Options: opts}, retry: !opts.DisableRetry, retries: new(atomic.Int64)}
 	switch {
 	case opts.PrepareConn != nil:
 		fp.prepare = opts.PrepareConn
@@ -170,7 +186,7 @@ var errTooManyRefusals = errors.New("pgxmanager: too many failed attempts acquir
 // used afterwards.
 func (p *Pool) Acquire(ctx context.Context) (pool.Lease[*pgx.Conn], error) {
 	if p.prepare == nil {
-		return p.p.Acquire(ctx)
+		return p.src.Acquire(ctx)
 	}
 	return p.acquirePrepared(ctx)
 }
@@ -181,13 +197,13 @@ func (p *Pool) acquirePrepared(ctx context.Context) (pool.Lease[*pgx.Conn], erro
 	for refusals := 0; ; refusals++ {
 		if refusals > 0 {
 			if limit == 0 {
-				limit = p.p.Stats().MaxSize + 1
+				limit = p.src.Stats().MaxSize + 1
 			}
 			if refusals >= limit {
 				return none, errTooManyRefusals
 			}
 		}
-		l, err := p.p.Acquire(ctx)
+		l, err := p.src.Acquire(ctx)
 		if err != nil {
 			return none, err
 		}
