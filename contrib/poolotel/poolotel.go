@@ -31,7 +31,7 @@
 //	poolkit.pool.connect.errors                              Counter {error}
 //	poolkit.pool.connection.created                          Counter {connection}
 //	poolkit.pool.connection.detached                         Counter {connection}
-//	poolkit.pool.connection.closed{poolkit.pool.close.reason} Counter {connection}: a pool.CloseReason's String (lifetime, idle, uses, recycle, destroy, reset, release_check, shrink, pool_closed, max_idle, health_check)
+//	poolkit.pool.connection.closed{poolkit.pool.close.reason} Counter {connection}: a pool.CloseReason's String (lifetime, idle, uses, recycle, destroy, reset, release_check, shrink, pool_closed, max_idle, health_check, evict)
 //	poolkit.pool.waits                                       Counter {wait}: acquires that waited in line
 //	poolkit.pool.wait.time                                   Counter s: time spent waiting in line
 //	poolkit.pool.cancels                                     Counter {cancellation}: waits or connects ended by a cancellation
