@@ -30,11 +30,11 @@ type folder[K comparable] struct {
 	max  int
 
 	mu sync.Mutex // held through a collection; guards last and folded
-	// last is every name's figures at the previous collection: memory
+	// last is every name's counts at the previous collection: memory
 	// follows the keys with state, as the keyed pool's own does.
-	last map[string]pool.Stats
-	// folded holds the fold's counters (its gauges are left zero).
-	folded pool.Stats
+	last map[string]counts
+	// folded is the fold's counts.
+	folded counts
 }
 
 func newFolder[K comparable](name func(K) string, maxKeys int) *folder[K] {
@@ -50,19 +50,25 @@ func newFolder[K comparable](name func(K) string, maxKeys int) *folder[K] {
 func (f *folder[K]) collect(rangeKeys func(func(K, pool.Stats) bool)) []keyFigures {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	byName := make(map[string]pool.Stats, len(f.last))
+	out := make([]keyFigures, 0, len(f.last)+1)
+	at := make(map[string]int, len(f.last)) // name → index in out
 	rangeKeys(func(key K, s pool.Stats) bool {
 		n := f.name(key)
-		if g, ok := byName[n]; ok {
-			addStats(&g, &s)
-			s = g
+		if i, ok := at[n]; ok {
+			g := &out[i].s
+			addGauges(g, &s)
+			c := countsOf(g)
+			c.add(countsOf(&s))
+			c.setIn(g)
+		} else {
+			at[n] = len(out)
+			out = append(out, keyFigures{n, s})
 		}
-		byName[n] = s
 		return true
 	})
-	out := make([]keyFigures, 0, len(byName)+1)
-	for n, s := range byName {
-		out = append(out, keyFigures{n, s})
+	last := make(map[string]counts, len(out))
+	for _, g := range out {
+		last[g.name] = countsOf(&g.s)
 	}
 	folding := len(out) > f.max
 	slices.SortFunc(out, func(a, b keyFigures) int {
@@ -82,91 +88,79 @@ func (f *folder[K]) collect(rangeKeys func(func(K, pool.Stats) bool)) []keyFigur
 		var other pool.Stats
 		for _, g := range out[f.max:] {
 			addGauges(&other, &g.s)
-			d := g.s
-			if last, ok := f.last[g.name]; ok && !fell(&g.s, &last) {
-				subCounters(&d, &last) // what it counted since
+			d := last[g.name]
+			if prev, ok := f.last[g.name]; ok && !d.below(prev) {
+				d.sub(prev) // what it counted since
 			} // else it is new, or made again since: all it counted is new
-			addCounters(&f.folded, &d)
+			f.folded.add(d)
 		}
-		addCounters(&other, &f.folded)
+		f.folded.setIn(&other)
 		out = append(out[:f.max], keyFigures{OtherKey, other})
 	}
 	for i := range out {
 		out[i].s.MaxSize = 0 // a key's MaxSize is MaxSizePerKey: not exported
 	}
-	f.last = byName
+	f.last = last
 	return out
 }
 
-// gauges lists s's gauges (MaxSize aside), and counters its counts and
-// sums: together they are every figure of pool.Stats but MaxSize (see
-// TestFoldSumsEveryFigure).
-func gauges(s *pool.Stats) []*int {
-	return []*int{&s.Live, &s.Idle, &s.Leased, &s.Connecting, &s.Closing, &s.Waiting}
-}
-
-func counters(s *pool.Stats) ([]*uint64, []*time.Duration) {
-	n := []*uint64{&s.Acquires, &s.HandOffs, &s.Connects, &s.ConnectErrors, &s.CloseErrors,
-		&s.Created, &s.Detached, &s.Waits, &s.Timeouts, &s.Cancels, &s.Blocked, &s.Leaks,
-		&s.HealthChecks, &s.Closed}
-	for i := range s.WaitBuckets {
-		n = append(n, &s.WaitBuckets[i])
-	}
-	for i := range s.ClosedBy {
-		n = append(n, &s.ClosedBy[i])
-	}
-	return n, []*time.Duration{&s.WaitTime, &s.BlockedTime}
-}
-
+// addGauges adds o's gauges (MaxSize aside) to s's: with counts, every
+// figure of pool.Stats but MaxSize (see TestFoldKeepsEveryFigure).
 func addGauges(s, o *pool.Stats) {
-	sg := gauges(s)
-	for i, p := range gauges(o) {
-		*sg[i] += *p
+	s.Live += o.Live
+	s.Idle += o.Idle
+	s.Leased += o.Leased
+	s.Connecting += o.Connecting
+	s.Closing += o.Closing
+	s.Waiting += o.Waiting
+}
+
+// counts are the counters and sums of a pool.Stats, in the order of
+// countsOf.
+type counts [nCounts]uint64
+
+const nCounts = 16 + pool.NumWaitBuckets + pool.NumCloseReasons
+
+// countsOf returns s's counts.
+func countsOf(s *pool.Stats) counts {
+	c := counts{s.Acquires, s.HandOffs, s.Connects, s.ConnectErrors, s.CloseErrors,
+		s.Created, s.Detached, s.Waits, s.Timeouts, s.Cancels, s.Blocked, s.Leaks,
+		s.HealthChecks, s.Closed, uint64(s.WaitTime), uint64(s.BlockedTime)}
+	copy(c[16:], s.WaitBuckets[:])
+	copy(c[16+pool.NumWaitBuckets:], s.ClosedBy[:])
+	return c
+}
+
+// setIn sets s's counts to c.
+func (c *counts) setIn(s *pool.Stats) {
+	s.Acquires, s.HandOffs, s.Connects, s.ConnectErrors, s.CloseErrors = c[0], c[1], c[2], c[3], c[4]
+	s.Created, s.Detached, s.Waits, s.Timeouts, s.Cancels, s.Blocked, s.Leaks = c[5], c[6], c[7], c[8], c[9], c[10], c[11]
+	s.HealthChecks, s.Closed = c[12], c[13]
+	s.WaitTime, s.BlockedTime = time.Duration(c[14]), time.Duration(c[15])
+	copy(s.WaitBuckets[:], c[16:])
+	copy(s.ClosedBy[:], c[16+pool.NumWaitBuckets:])
+}
+
+func (c *counts) add(o counts) {
+	for i := range c {
+		c[i] += o[i]
 	}
 }
 
-func addCounters(s, o *pool.Stats) {
-	sn, sd := counters(s)
-	on, od := counters(o)
-	for i, p := range on {
-		*sn[i] += *p
-	}
-	for i, p := range od {
-		*sd[i] += *p
+// sub takes o from c; none of c's counts is below o's.
+func (c *counts) sub(o counts) {
+	for i := range c {
+		c[i] -= o[i]
 	}
 }
 
-// subCounters takes o's counters from s's; none of s's is below o's.
-func subCounters(s, o *pool.Stats) {
-	sn, sd := counters(s)
-	on, od := counters(o)
-	for i, p := range on {
-		*sn[i] -= *p
-	}
-	for i, p := range od {
-		*sd[i] -= *p
-	}
-}
-
-// fell reports whether a counter of s is below o's: s's key was made
+// below reports whether one of c's counts is below o's: c's key was made
 // again after o was read (or a key of its name has gone).
-func fell(s, o *pool.Stats) bool {
-	sn, sd := counters(s)
-	on, od := counters(o)
-	for i, p := range on {
-		if *sn[i] < *p {
-			return true
-		}
-	}
-	for i, p := range od {
-		if *sd[i] < *p {
+func (c *counts) below(o counts) bool {
+	for i := range c {
+		if c[i] < o[i] {
 			return true
 		}
 	}
 	return false
-}
-
-func addStats(s, o *pool.Stats) {
-	addGauges(s, o)
-	addCounters(s, o)
 }

@@ -14,57 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/poolkit/poolkit/contrib/poolprom"
+	"github.com/poolkit/poolkit/internal/testutil/pooltest"
 	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"
 )
-
-// newKeyed returns a keyed pool named "tenants" of MaxSize 64, closed when
-// the test ends (inside its bubble, where the tests run).
-func newKeyed(t *testing.T) *pool.Keyed[string, int] {
-	t.Helper()
-	k, err := pool.NewKeyed[string, int](manager.KeyedFuncs[string, int]{
-		ConnectFunc: func(context.Context, string) (int, error) { return 1, nil },
-	}, pool.KeyedConfig{Name: "tenants", MaxSize: 64})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, k.Close(context.Background())) })
-	return k
-}
-
-// held is the leases of one hold.
-type held struct {
-	ls   []pool.Lease[int]
-	gone bool // destroyed
-}
-
-// hold acquires n objects of key and keeps them leased until destroy, or
-// the test's end, which releases them before the keyed pool's Close.
-func hold(t *testing.T, k *pool.Keyed[string, int], key string, n int) *held {
-	t.Helper()
-	h := &held{}
-	for range n {
-		l, err := k.Acquire(context.Background(), key)
-		require.NoError(t, err)
-		h.ls = append(h.ls, l)
-	}
-	t.Cleanup(func() {
-		if !h.gone {
-			for _, l := range h.ls {
-				l.Release()
-			}
-		}
-	})
-	return h
-}
-
-// destroy destroys h's leases and waits for the closes, and so for the
-// drop of their key's state if they were its last objects.
-func destroy(h *held) {
-	for _, l := range h.ls {
-		l.Destroy()
-	}
-	h.gone = true
-	synctest.Wait()
-}
 
 // flatten gathers reg into one value per series, named as the text format
 // names them: name{label="value",…}, a histogram as its _bucket{le}, _sum
@@ -143,10 +96,10 @@ func (s snapshot) Stats() pool.Stats { return pool.Stats(s) }
 // series.
 func TestKeyedCollectorExportsTheTotalsByDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newKeyed(t)
-		hold(t, k, "a", 2)
-		hold(t, k, "b", 1)
-		destroy(hold(t, k, "c", 3))
+		k := pooltest.NewKeyed(t)
+		pooltest.Hold(t, k, "a", 2)
+		pooltest.Hold(t, k, "b", 1)
+		pooltest.Hold(t, k, "c", 3).Destroy()
 		_, ok := k.KeyStats("c")
 		require.False(t, ok, "c's state was dropped")
 
@@ -167,9 +120,9 @@ func TestKeyedCollectorExportsTheTotalsByDefault(t *testing.T) {
 // key's are its KeyStats.
 func TestKeyedCollectorExportsKeysOnlyWithPerKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newKeyed(t)
-		hold(t, k, "a", 2)
-		hold(t, k, "b", 1)
+		k := pooltest.NewKeyed(t)
+		pooltest.Hold(t, k, "a", 2)
+		pooltest.Hold(t, k, "b", 1)
 		totals := gatherKeyed(t, k, poolprom.KeyedOptions[string]{})
 
 		got := gatherKeyed(t, k, poolprom.KeyedOptions[string]{PerKey: true, KeyName: strings.ToUpper})
@@ -212,13 +165,13 @@ func keyOf(series string) string {
 // series as a collector without the bound exports them.
 func TestKeyedCollectorBoundsTheKeys(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newKeyed(t)
+		k := pooltest.NewKeyed(t)
 		for i := range 50 {
 			n := 1
 			if i%10 == 3 {
 				n = 3 // key-03, key-13, …, key-43: the most live objects
 			}
-			hold(t, k, fmt.Sprintf("key-%02d", i), n)
+			pooltest.Hold(t, k, fmt.Sprintf("key-%02d", i), n)
 		}
 		require.Equal(t, 50, k.Len())
 
@@ -262,13 +215,13 @@ func TestKeyedCollectorBoundsTheKeys(t *testing.T) {
 // do not fall); with no more keys than MaxKeys there is no fold.
 func TestKeyedCollectorDropsTheSeriesOfADroppedKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newKeyed(t)
+		k := pooltest.NewKeyed(t)
 		reg := prometheus.NewPedanticRegistry()
 		reg.MustRegister(poolprom.NewKeyedCollector(k, poolprom.KeyedOptions[string]{PerKey: true, MaxKeys: 2}))
-		hold(t, k, "a", 3)
-		b := hold(t, k, "b", 2)
-		c := hold(t, k, "c", 1)
-		d := hold(t, k, "d", 1)
+		pooltest.Hold(t, k, "a", 3)
+		b := pooltest.Hold(t, k, "b", 2)
+		c := pooltest.Hold(t, k, "c", 1)
+		d := pooltest.Hold(t, k, "d", 1)
 		const (
 			otherUsed     = `poolkit_pool_key_connections{key="other",pool="tenants",state="used"}`
 			otherAcquires = `poolkit_pool_key_acquires_total{key="other",pool="tenants"}`
@@ -278,17 +231,17 @@ func TestKeyedCollectorDropsTheSeriesOfADroppedKey(t *testing.T) {
 		require.Equal(t, 2.0, got[otherUsed])
 		require.Equal(t, 2.0, got[otherAcquires])
 
-		destroy(d)
+		d.Destroy()
 		got = flatten(t, reg)
 		require.Equal(t, map[string]bool{"a": true, "b": true, "other": true}, keysOf(got))
 		require.Equal(t, 1.0, got[otherUsed], "d's object is gone")
 		require.Equal(t, 2.0, got[otherAcquires], "d's acquire still counted")
 
-		destroy(b)
+		b.Destroy()
 		got = flatten(t, reg)
 		require.Equal(t, map[string]bool{"a": true, "c": true}, keysOf(got), "b dropped; c back on its own, no fold")
 
-		destroy(c)
+		c.Destroy()
 		got = flatten(t, reg)
 		require.Equal(t, map[string]bool{"a": true}, keysOf(got))
 		require.Equal(t, 7.0, got[`poolkit_pool_acquires_total{pool="tenants"}`], "the totals keep every key's counts")
@@ -300,12 +253,12 @@ func TestKeyedCollectorDropsTheSeriesOfADroppedKey(t *testing.T) {
 // twice (flatten and the registry would fail).
 func TestKeyedCollectorSumsKeysOfOneName(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newKeyed(t)
-		hold(t, k, "a1", 2)
-		hold(t, k, "a2", 1)
-		hold(t, k, "other", 5)
-		hold(t, k, "b", 1)
-		hold(t, k, "c", 1)
+		k := pooltest.NewKeyed(t)
+		pooltest.Hold(t, k, "a1", 2)
+		pooltest.Hold(t, k, "a2", 1)
+		pooltest.Hold(t, k, "other", 5)
+		pooltest.Hold(t, k, "b", 1)
+		pooltest.Hold(t, k, "c", 1)
 		name := func(key string) string { return strings.TrimRight(key, "0123456789") }
 
 		got := gatherKeyed(t, k, poolprom.KeyedOptions[string]{PerKey: true, KeyName: name})
@@ -329,8 +282,8 @@ func TestKeyedCollectorRegistersBesidePoolCollectors(t *testing.T) {
 			pool.Config{Name: "db", MaxSize: 3})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, p.Close(context.Background())) })
-		k := newKeyed(t)
-		hold(t, k, "a", 1)
+		k := pooltest.NewKeyed(t)
+		pooltest.Hold(t, k, "a", 1)
 
 		reg := prometheus.NewPedanticRegistry()
 		require.NoError(t, reg.Register(poolprom.NewPoolCollector(p, poolprom.Options{})))
@@ -345,8 +298,48 @@ func TestKeyedCollectorRegistersBesidePoolCollectors(t *testing.T) {
 // A negative MaxKeys makes the registration fail, naming the field.
 func TestKeyedCollectorRejectsANegativeMaxKeys(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newKeyed(t)
+		k := pooltest.NewKeyed(t)
 		err := prometheus.NewPedanticRegistry().Register(poolprom.NewKeyedCollector(k, poolprom.KeyedOptions[string]{MaxKeys: -1}))
 		require.ErrorContains(t, err, "poolprom: KeyedOptions.MaxKeys must be >= 0, got -1")
 	})
+}
+
+// BenchmarkKeyedCollectorCollect times one scrape of a keyed pool whose
+// keys each hold one object: the totals alone (PerKey=false, the baseline)
+// against PerKey with the default bound.
+func BenchmarkKeyedCollectorCollect(b *testing.B) {
+	for _, keys := range []int{20, 1000} {
+		k, err := pool.NewKeyed[string, int](manager.KeyedFuncs[string, int]{
+			ConnectFunc: func(context.Context, string) (int, error) { return 1, nil },
+		}, pool.KeyedConfig{Name: "tenants", MaxSize: keys})
+		require.NoError(b, err)
+		var leases []pool.Lease[int]
+		for i := range keys {
+			l, err := k.Acquire(context.Background(), fmt.Sprintf("key-%d", i))
+			require.NoError(b, err)
+			leases = append(leases, l)
+		}
+		for _, perKey := range []bool{false, true} {
+			b.Run(fmt.Sprintf("Keys=%d/PerKey=%v", keys, perKey), func(b *testing.B) {
+				c := poolprom.NewKeyedCollector(k, poolprom.KeyedOptions[string]{PerKey: perKey})
+				ch := make(chan prometheus.Metric, 1024)
+				done := make(chan struct{})
+				go func() {
+					for range ch {
+					}
+					close(done)
+				}()
+				b.ReportAllocs()
+				for b.Loop() {
+					c.Collect(ch)
+				}
+				close(ch)
+				<-done
+			})
+		}
+		for _, l := range leases {
+			l.Release()
+		}
+		require.NoError(b, k.Close(context.Background()))
+	}
 }

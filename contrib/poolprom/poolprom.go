@@ -66,7 +66,8 @@
 // these metrics (default namespace; pools told apart by a "pool" label, as
 // in the example above): connections by state, blocked acquires (rate,
 // mean and quantiles from the histogram), closes by reason, connects, and
-// the byte pool's retention and sources.
+// the byte pool's retention and sources. A keyed collector's totals are
+// on it as a pool's; its per-key series are not.
 package poolprom
 
 import (
