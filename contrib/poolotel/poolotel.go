@@ -1,9 +1,10 @@
 // Package poolotel exports the statistics of poolkit's pools through the
 // OpenTelemetry metrics API: [ObservePool] for a [pool.Pool] ([pool.Stats]),
-// [ObserveBytes] for a [bytepool.Pool] ([bytepool.Stats]). Both use asynchronous
-// instruments and one callback that reads one Stats snapshot per
-// collection; nothing runs between collections and the pools' hot paths pay
-// nothing. Unregister the returned registration to stop.
+// [ObserveKeyed] for a [pool.Keyed], [ObserveBytes] for a [bytepool.Pool]
+// ([bytepool.Stats]). Each uses asynchronous instruments and one callback
+// that reads one Stats snapshot per collection; nothing runs between
+// collections and the pools' hot paths pay nothing. Unregister the
+// returned registration to stop.
 //
 // The semantic conventions' histograms of each acquire's wait and each
 // connect's time cannot be read from snapshots: [NewObserver] returns a
@@ -31,13 +32,23 @@
 //	poolkit.pool.connect.errors                              Counter {error}
 //	poolkit.pool.connection.created                          Counter {connection}
 //	poolkit.pool.connection.detached                         Counter {connection}
-//	poolkit.pool.connection.closed{poolkit.pool.close.reason} Counter {connection}: a pool.CloseReason's String (lifetime, idle, uses, recycle, destroy, reset, release_check, shrink, pool_closed, max_idle, health_check)
+//	poolkit.pool.connection.closed{poolkit.pool.close.reason} Counter {connection}: a pool.CloseReason's String (lifetime, idle, uses, recycle, destroy, reset, release_check, shrink, pool_closed, max_idle, health_check, evict)
 //	poolkit.pool.waits                                       Counter {wait}: acquires that waited in line
 //	poolkit.pool.wait.time                                   Counter s: time spent waiting in line
 //	poolkit.pool.cancels                                     Counter {cancellation}: waits or connects ended by a cancellation
 //	poolkit.pool.blocked                                     Counter {acquire}: acquires that had to connect or wait (pool.Stats.Blocked)
 //	poolkit.pool.leaks                                       Counter {lease}: leases held longer than LeakThreshold
 //	poolkit.pool.health_checks                               Counter {check}: background health checks run
+//
+// ObserveKeyed measures a keyed pool's totals on these instruments, and
+// with [KeyedOptions.PerKey] each key's figures besides, on twins of them
+// all but db.client.connection.max, with the [KeyNameKey] attribute, for
+// [KeyedOptions.MaxKeys] keys at most and one key "other" for the rest:
+//
+//	poolkit.pool.key.connection.count{poolkit.pool.key.name,db.client.connection.state}  UpDownCounter {connection}
+//	poolkit.pool.key.connection.pending_requests{poolkit.pool.key.name}                   UpDownCounter {request}
+//	poolkit.pool.key.connection.timeouts{poolkit.pool.key.name}                           Counter {timeout}
+//	poolkit.pool.key.…{poolkit.pool.key.name}                    and so on, each as its poolkit.pool.* twin
 //
 // Bytepool metrics, with the poolkit.bytepool.name attribute:
 //
@@ -99,6 +110,7 @@ type instrument[S any] struct {
 	attr             attribute.Key
 	points           []point[S]
 	value            func(*S) int64
+	whole            bool // a figure of the pool as a whole, not measured per key
 }
 
 type point[S any] struct {
@@ -109,7 +121,8 @@ type point[S any] struct {
 // series is one measurement of a callback.
 type series[S any] struct {
 	obs   metric.Int64Observable
-	attrs metric.MeasurementOption
+	attrs metric.MeasurementOption // the base attributes and kv
+	kv    []attribute.KeyValue     // the point's attribute, if its instrument has one
 	value func(*S) int64
 }
 
@@ -149,7 +162,8 @@ func (o *observer[S]) add(meter metric.Meter, is []instrument[S]) error {
 			continue
 		}
 		for _, p := range in.points {
-			o.series = append(o.series, series[S]{obs: obs, attrs: o.withAttrs(in.attr.String(p.attr)), value: p.value})
+			kv := []attribute.KeyValue{in.attr.String(p.attr)}
+			o.series = append(o.series, series[S]{obs: obs, attrs: o.withAttrs(kv...), kv: kv, value: p.value})
 		}
 	}
 	return nil
@@ -185,22 +199,54 @@ func closeReasons() []point[pool.Stats] {
 // p's statistics at each collection (see the package doc for the metrics).
 // It returns an error if opt.Name is empty or an instrument cannot be made.
 func ObservePool(meter metric.Meter, p PoolStatser, opt Options) (metric.Registration, error) {
+	o, waitTime, err := observePool(meter, p, opt)
+	if err != nil {
+		return nil, err
+	}
+	attrs := o.withAttrs()
+	return meter.RegisterCallback(func(_ context.Context, ob metric.Observer) error {
+		s := p.Stats()
+		o.observe(ob, &s)
+		ob.ObserveFloat64(waitTime, s.WaitTime.Seconds(), attrs)
+		return nil
+	}, append(o.obs, waitTime)...)
+}
+
+// observePool makes the instruments of ObservePool, named for p.
+func observePool(meter metric.Meter, p PoolStatser, opt Options) (*observer[pool.Stats], metric.Float64ObservableCounter, error) {
 	if n, ok := p.(interface{ Name() string }); ok && opt.Name == "" {
 		opt.Name = n.Name() // pool.Config.Name
 	}
 	o, err := newObserver[pool.Stats](PoolNameKey, opt)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	if err := o.add(meter, poolInstruments()); err != nil {
+		return nil, nil, err
+	}
+	waitTime, err := meter.Float64ObservableCounter(waitTimeName, metric.WithUnit("s"), metric.WithDescription(waitTimeDesc))
+	if err != nil {
+		return nil, nil, err
+	}
+	return o, waitTime, nil
+}
+
+const (
+	waitTimeName = "poolkit.pool.wait.time"
+	waitTimeDesc = "Time Acquire calls spent waiting in line."
+)
+
+// poolInstruments are the instruments of pool.Stats but the wait time.
+func poolInstruments() []instrument[pool.Stats] {
 	const conn = "{connection}"
-	err = o.add(meter, []instrument[pool.Stats]{
+	return []instrument[pool.Stats]{
 		{name: "db.client.connection.count", unit: conn, desc: "The number of connections that are currently in state described by the state attribute.",
 			attr: StateKey, points: []point[pool.Stats]{
 				{"idle", func(s *pool.Stats) int64 { return int64(s.Idle) }},
 				{"used", func(s *pool.Stats) int64 { return int64(s.Leased) }},
 			}},
 		{name: "db.client.connection.max", unit: conn, desc: "The maximum number of open connections allowed.",
-			value: func(s *pool.Stats) int64 { return int64(s.MaxSize) }},
+			value: func(s *pool.Stats) int64 { return int64(s.MaxSize) }, whole: true},
 		{name: "db.client.connection.pending_requests", unit: "{request}", desc: "The number of current pending requests for an open connection.",
 			value: func(s *pool.Stats) int64 { return int64(s.Waiting) }},
 		{name: "db.client.connection.timeouts", unit: "{timeout}", counter: true, desc: "The number of connection timeouts that have occurred trying to obtain a connection from the pool.",
@@ -233,22 +279,7 @@ func ObservePool(meter metric.Meter, p PoolStatser, opt Options) (metric.Registr
 			value: func(s *pool.Stats) int64 { return i64(s.Leaks) }},
 		{name: "poolkit.pool.health_checks", unit: "{check}", counter: true, desc: "Background health checks run.",
 			value: func(s *pool.Stats) int64 { return i64(s.HealthChecks) }},
-	})
-	if err != nil {
-		return nil, err
 	}
-	waitTime, err := meter.Float64ObservableCounter("poolkit.pool.wait.time", metric.WithUnit("s"),
-		metric.WithDescription("Time Acquire calls spent waiting in line."))
-	if err != nil {
-		return nil, err
-	}
-	attrs := o.withAttrs()
-	return meter.RegisterCallback(func(_ context.Context, ob metric.Observer) error {
-		s := p.Stats()
-		o.observe(ob, &s)
-		ob.ObserveFloat64(waitTime, s.WaitTime.Seconds(), attrs)
-		return nil
-	}, append(o.obs, waitTime)...)
 }
 
 // ObserveBytes registers, on meter, asynchronous instruments that report

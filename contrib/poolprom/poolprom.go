@@ -1,8 +1,9 @@
 // Package poolprom exports the statistics of poolkit's pools to Prometheus:
-// [NewPoolCollector] for a [pool.Pool] ([pool.Stats]), [NewBytesCollector] for a
-// [bytepool.Pool] ([bytepool.Stats]). Each is a prometheus.Collector that reads
-// one Stats snapshot per scrape; nothing runs between scrapes and the pools'
-// hot paths pay nothing.
+// [NewPoolCollector] for a [pool.Pool] ([pool.Stats]), [NewKeyedCollector]
+// for a [pool.Keyed], [NewBytesCollector] for a [bytepool.Pool]
+// ([bytepool.Stats]). Each is a prometheus.Collector that reads one Stats
+// snapshot per scrape; nothing runs between scrapes and the pools' hot
+// paths pay nothing.
 //
 // Names follow Prometheus conventions: namespace_subsystem_name, base units
 // (seconds, bytes), _total on counters, and one metric with a label where
@@ -24,7 +25,7 @@
 //	poolkit_pool_connect_errors_total              counter
 //	poolkit_pool_connections_created_total         counter
 //	poolkit_pool_connections_detached_total        counter
-//	poolkit_pool_connections_closed_total{reason}  counter: reason is a pool.CloseReason's String (lifetime, idle, uses, recycle, destroy, reset, release_check, shrink, pool_closed, max_idle, health_check)
+//	poolkit_pool_connections_closed_total{reason}  counter: reason is a pool.CloseReason's String (lifetime, idle, uses, recycle, destroy, reset, release_check, shrink, pool_closed, max_idle, health_check, evict)
 //	poolkit_pool_waits_total                       counter: acquires that waited in line
 //	poolkit_pool_wait_seconds_total                counter: time spent waiting
 //	poolkit_pool_timeouts_total                    counter: waits or connects ended by a deadline
@@ -32,6 +33,17 @@
 //	poolkit_pool_blocked_acquire_seconds           histogram: time taken by the acquires that had to connect or wait (pool.Stats.WaitBuckets; _count is Stats.Blocked)
 //	poolkit_pool_leaks_total                       counter: leases held longer than LeakThreshold
 //	poolkit_pool_health_checks_total               counter: background health checks run
+//
+// NewKeyedCollector exports a keyed pool's totals as these metrics, and
+// with [KeyedOptions.PerKey] each key's figures besides, as
+// poolkit_pool_key_* twins of them all but max_connections, with a label
+// key, for [KeyedOptions.MaxKeys] keys at most and one key="other" for the
+// rest:
+//
+//	poolkit_pool_key_connections{key,state}        gauge
+//	poolkit_pool_key_connections_closed_total{key,reason}  counter: evict counts the objects closed to make room for another key
+//	poolkit_pool_key_blocked_acquire_seconds{key}  histogram
+//	poolkit_pool_key_…{key}                        and so on, each as its poolkit_pool_* twin
 //
 // The metrics of NewBytesCollector:
 //
@@ -54,11 +66,13 @@
 // these metrics (default namespace; pools told apart by a "pool" label, as
 // in the example above): connections by state, blocked acquires (rate,
 // mean and quantiles from the histogram), closes by reason, connects, and
-// the byte pool's retention and sources.
+// the byte pool's retention and sources. A keyed collector's totals are
+// on it as a pool's; its per-key series are not.
 package poolprom
 
 import (
 	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -132,6 +146,7 @@ type family[S any] struct {
 	label      string
 	values     []labelled[S] // with label: one per label value
 	value      func(*S) float64
+	whole      bool // a figure of the pool as a whole, not exported per key
 }
 
 type labelled[S any] struct {
@@ -146,12 +161,15 @@ type collector[S any] struct {
 	series []series[S]
 }
 
-func newCollector[S any](stats func() S, subsystem string, o Options, families []family[S]) *collector[S] {
+// newCollector returns a collector of families; lead names the variable
+// labels every series has before its family's own (NewKeyedCollector's
+// "key"), whose values send is given.
+func newCollector[S any](stats func() S, subsystem string, o Options, families []family[S], lead ...string) *collector[S] {
 	c := &collector[S]{stats: stats}
 	for _, f := range families {
-		var labels []string
+		labels := slices.Clip(lead)
 		if f.label != "" {
-			labels = []string{f.label}
+			labels = append(labels, f.label)
 		}
 		d := prometheus.NewDesc(prometheus.BuildFQName(o.namespace(), subsystem, f.name), f.help, labels, o.ConstLabels)
 		c.descs = append(c.descs, d)
@@ -178,12 +196,14 @@ func (c *collector[S]) Collect(ch chan<- prometheus.Metric) {
 	c.send(ch, &s)
 }
 
-func (c *collector[S]) send(ch chan<- prometheus.Metric, s *S) {
+// send sends every series of s, with lead's label values first.
+func (c *collector[S]) send(ch chan<- prometheus.Metric, s *S, lead ...string) {
+	lead = slices.Clip(lead)
 	for _, m := range c.series {
 		if m.label == "" {
-			ch <- prometheus.MustNewConstMetric(m.desc, m.typ, m.value(s))
+			ch <- prometheus.MustNewConstMetric(m.desc, m.typ, m.value(s), lead...)
 		} else {
-			ch <- prometheus.MustNewConstMetric(m.desc, m.typ, m.value(s), m.label)
+			ch <- prometheus.MustNewConstMetric(m.desc, m.typ, m.value(s), append(lead, m.label)...)
 		}
 	}
 }
@@ -229,11 +249,23 @@ func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.stats()
 	c.send(ch, &s)
+	ch <- blockedHistogram(c.blocked, &s)
+}
+
+// blockedHistogram is the histogram of s's blocked acquires, with lead's
+// label values.
+func blockedHistogram(d *prometheus.Desc, s *pool.Stats, lead ...string) prometheus.Metric {
 	buckets := make(map[float64]uint64, len(s.WaitBuckets))
 	for i, n := range s.WaitBuckets {
 		buckets[pool.WaitBucketBound(i).Seconds()] = n
 	}
-	ch <- prometheus.MustNewConstHistogram(c.blocked, s.Blocked, s.BlockedTime.Seconds(), buckets)
+	return prometheus.MustNewConstHistogram(d, s.Blocked, s.BlockedTime.Seconds(), buckets, lead...)
+}
+
+func blockedDesc(o Options, subsystem string, lead ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(o.namespace(), subsystem, "blocked_acquire_seconds"),
+		"Time taken by the Acquire calls that could not be served at once (they connected or waited in line), from then to their return.",
+		lead, o.ConstLabels)
 }
 
 // NewPoolCollector returns a collector of p's statistics (see the package
@@ -241,10 +273,8 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 func NewPoolCollector(p PoolStatser, o Options) prometheus.Collector {
 	o = o.named(p)
 	return poolCollector{
-		collector: newPoolSeries(p, o),
-		blocked: prometheus.NewDesc(prometheus.BuildFQName(o.namespace(), "pool", "blocked_acquire_seconds"),
-			"Time taken by the Acquire calls that could not be served at once (they connected or waited in line), from then to their return.",
-			nil, o.ConstLabels),
+		collector: newCollector(p.Stats, "pool", o, poolFamilies()),
+		blocked:   blockedDesc(o, "pool"),
 	}
 }
 
@@ -257,9 +287,10 @@ func closeReasons() []labelled[pool.Stats] {
 	return v
 }
 
-func newPoolSeries(p PoolStatser, o Options) *collector[pool.Stats] {
+// poolFamilies are the metrics of pool.Stats but the histogram.
+func poolFamilies() []family[pool.Stats] {
 	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
-	return newCollector(p.Stats, "pool", o, []family[pool.Stats]{
+	return []family[pool.Stats]{
 		{name: "connections", help: "Connections by state: idle, used (leased), connecting, closing (waiting for or in Manager.Close).",
 			typ: gauge, label: "state", values: []labelled[pool.Stats]{
 				{"idle", func(s *pool.Stats) float64 { return float64(s.Idle) }},
@@ -268,7 +299,7 @@ func newPoolSeries(p PoolStatser, o Options) *collector[pool.Stats] {
 				{"closing", func(s *pool.Stats) float64 { return float64(s.Closing) }},
 			}},
 		{name: "max_connections", help: "The most connections the pool may hold (MaxSize).",
-			typ: gauge, value: func(s *pool.Stats) float64 { return float64(s.MaxSize) }},
+			typ: gauge, value: func(s *pool.Stats) float64 { return float64(s.MaxSize) }, whole: true},
 		{name: "pending_acquires", help: "Acquire calls waiting in line for a connection.",
 			typ: gauge, value: func(s *pool.Stats) float64 { return float64(s.Waiting) }},
 		{name: "acquires_total", help: "Successful Acquire and TryAcquire calls.",
@@ -297,7 +328,7 @@ func newPoolSeries(p PoolStatser, o Options) *collector[pool.Stats] {
 			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Leaks) }},
 		{name: "health_checks_total", help: "Background health checks run.",
 			typ: counter, value: func(s *pool.Stats) float64 { return u(s.HealthChecks) }},
-	})
+	}
 }
 
 // NewBytesCollector returns a collector of p's statistics (see the package

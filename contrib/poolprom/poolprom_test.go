@@ -60,6 +60,7 @@ poolkit_pool_connections{pool="db",state="used"} 1
 # HELP poolkit_pool_connections_closed_total Connections closed (Manager.Close returned), by reason.
 # TYPE poolkit_pool_connections_closed_total counter
 poolkit_pool_connections_closed_total{pool="db",reason="destroy"} 1
+poolkit_pool_connections_closed_total{pool="db",reason="evict"} 0
 poolkit_pool_connections_closed_total{pool="db",reason="health_check"} 0
 poolkit_pool_connections_closed_total{pool="db",reason="idle"} 0
 poolkit_pool_connections_closed_total{pool="db",reason="lifetime"} 0

@@ -1,7 +1,8 @@
 // Package pooltest drives a pool (and a byte pool) to a state known in
 // advance, for the tests of the packages that export pool.Stats and
 // bytepool.Stats (contrib/poolprom, contrib/poolotel): each checks its own names
-// and values against the same state. Its Events observer lets a test against
+// and values against the same state. NewKeyed and Hold give them keyed
+// pools whose keys hold known numbers of objects. Its Events observer lets a test against
 // a real server wait for what the pool did, rather than poll it.
 package pooltest
 
