@@ -378,6 +378,11 @@ func WriteText(w io.Writer, f File) error {
 			return err
 		}
 	}
+	if f.Keyed != nil {
+		if err := WriteKeyedText(w, *f.Keyed); err != nil {
+			return err
+		}
+	}
 	if f.Interrupted {
 		fmt.Fprintf(w, "\ninterrupted: the tables hold the rounds completed before the stop\n")
 	}
