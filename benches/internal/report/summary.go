@@ -69,6 +69,11 @@ func writeNotes(w io.Writer, f results.File) {
 			fmt.Fprintf(w, "\n> **Skipped in the faults phase.** %s.\n", results.ScrubPaths(results.SkipLine(s)))
 		}
 	}
+	if f.Keyed != nil {
+		for _, s := range f.Keyed.Skipped {
+			fmt.Fprintf(w, "\n> **Skipped in the keyed case.** %s.\n", results.ScrubPaths(results.SkipLine(s)))
+		}
+	}
 }
 
 // relTo turns a path from the repository root into a link from docs/.
@@ -109,8 +114,8 @@ func writeMethod(w io.Writer, f results.File) {
 
 - **One run, one commit.** `+"`%s`"+` refuses a tree with uncommitted changes, then
   runs the published set at its commit: every object and buffer case (`+"`-mode=all`"+`), the end-to-end
-  cases (`+"`-mode=e2e`"+`), the faults phase (`+"`-mode=faults`"+`) and the instruction counts
-  (`+"`icount`"+`), %d rounds each but the faults; it prints what it will run and an estimate of how long
+  cases (`+"`-mode=e2e`"+`), the faults phase (`+"`-mode=faults`"+`), the keyed case (`+"`-mode=keyed`"+`)
+  and the instruction counts (`+"`icount`"+`), %d rounds each but the faults and the keyed case; it prints what it will run and an estimate of how long
   before it starts (`+"`-dry-run`"+` prints only that), keeps each finished part, so that a run stopped
   halfway resumes where it stopped at the same commit, and writes the results file, these pages, the
   charts and the README's headline. `+"`poolbench report`"+` refuses results from more than one commit or
@@ -147,7 +152,7 @@ func writeMethod(w io.Writer, f results.File) {
   hand-off (`+"`mutex`"+`), and sync.Pool as the floor: it is not a real pool, with no maximum and its
   contents dropped by the garbage collector. Buffers: poolkit's `+"`bytepool`"+`, plain make, one sync.Pool
   of `+"`*[]byte`"+` per size (`+"`syncpool`"+`), libp2p/go-buffer-pool (`+"`gobufferpool`"+`) and
-  valyala/bytebufferpool. The end-to-end and faults pages name their own. The code is in
+  valyala/bytebufferpool. The end-to-end, faults and keyed pages name their own. The code is in
   `+"`benches/internal`"+`.
 `, PublishCommand, PublishRounds, roundsLine(f), per, 2*time.Microsecond, results.Alpha, 100*results.Confidence,
 		results.MinRounds, results.Alpha)
@@ -213,6 +218,13 @@ func writeNotClaimed(w io.Writer, f results.File) {
   the partition is a proxy that holds bytes, not a lost network; each fault comes once per round at
   a fixed moment. It shows how each client behaves through the same fault, not how long a real
   outage lasts.
+`)
+	}
+	if f.Keyed != nil {
+		fmt.Fprint(w, `- **That the keyed page sizes a deployment.** Its server, with a max_connections cut down to
+  force the issue, shares the machine with the clients; the tenants' popularity is one Zipf law,
+  fixed for the run. It shows what each way of pooling does when tenants outnumber the server's
+  connections, not how many a real server needs.
 `)
 	}
 }

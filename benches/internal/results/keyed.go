@@ -35,10 +35,12 @@ type KeyedSettings struct {
 	// ZipfS is the exponent of the tenants' popularity: the tenant of rank
 	// k (from 1) is picked with a probability proportional to k^-ZipfS.
 	ZipfS float64 `json:"zipf_s"`
-	// MaxConnections and SuperuserReserved are the server's settings: the
+	// MaxConnections and SuperuserReserved are the server's settings. The
 	// clients, which are not superusers, get MaxConnections -
-	// SuperuserReserved (ClientSlots); the server's connection count is
-	// read through one of the reserved.
+	// SuperuserReserved - 1 (ClientSlots): the reserved connections are a
+	// count of free ones that only a superuser may take, not slots of their
+	// own, so the superuser's connection that counts the server's takes one
+	// of the rest.
 	MaxConnections    int `json:"max_connections"`
 	SuperuserReserved int `json:"superuser_reserved_connections"`
 	// MaxSize and MaxSizePerKey are the keyed pool's: across the tenants,
@@ -60,9 +62,19 @@ type KeyedSettings struct {
 	Rounds     int `json:"rounds"`
 }
 
-// ClientSlots is the connections the server allows clients that are not
-// superusers.
-func (s KeyedSettings) ClientSlots() int { return s.MaxConnections - s.SuperuserReserved }
+// ClientSlots is the connections the server allows the clients, which are
+// not superusers, beside the one that counts the server's.
+func (s KeyedSettings) ClientSlots() int { return s.MaxConnections - s.SuperuserReserved - 1 }
+
+// Share is the part of the queries that goes to tenant k (from 0) under
+// the Zipf law of the settings.
+func (s KeyedSettings) Share(k int) float64 {
+	var sum float64
+	for i := 1; i <= s.Tenants; i++ {
+		sum += math.Pow(float64(i), -s.ZipfS)
+	}
+	return math.Pow(float64(k+1), -s.ZipfS) / sum
+}
 
 // KeyedResult is one contender of the keyed case.
 type KeyedResult struct {

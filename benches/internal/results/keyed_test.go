@@ -46,7 +46,7 @@ func keyedSample() *results.Keyed {
 		pp[i].FirstError = "failed to connect to `user=poolbench_tenant database=tenant_040`: server error: FATAL: sorry, too many clients already (SQLSTATE 53300)"
 	}
 	return &results.Keyed{
-		Settings: results.KeyedSettings{Tenants: 100, Workers: 64, ZipfS: 1.1, MaxConnections: 40, SuperuserReserved: 3,
+		Settings: results.KeyedSettings{Tenants: 100, Workers: 64, ZipfS: 1.1, MaxConnections: 40, SuperuserReserved: 2,
 			MaxSize: 30, MaxSizePerKey: 4, DurationNs: 10e9, SleepNs: 1e6, DeadlineNs: 5e9, PollNs: 20e6, MinSamples: 100, Rounds: 3},
 		Server:  "PostgreSQL 15.20, a private cluster on 127.0.0.1",
 		SetupNs: 4e9,
