@@ -20,6 +20,7 @@ const (
 	reasonClosed
 	reasonMaxIdle
 	reasonHealth
+	reasonEvict
 	nReasons
 )
 

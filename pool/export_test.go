@@ -61,3 +61,9 @@ func SetTestHookSlotUnclaimed(f func()) (restore func()) {
 	testHookSlotUnclaimed = f
 	return func() { testHookSlotUnclaimed = nil }
 }
+
+// AddStats returns a with b's figures added, as a keyed pool sums its keys'.
+func AddStats(a, b Stats) Stats {
+	a.add(b)
+	return a
+}

@@ -119,6 +119,7 @@ const (
 	ClosePool         CloseReason = reasonClosed       // the pool was closed
 	CloseMaxIdle      CloseReason = reasonMaxIdle      // released while MaxIdle objects were idle
 	CloseHealthCheck  CloseReason = reasonHealth       // a background health check failed
+	CloseEvict        CloseReason = reasonEvict        // a keyed pool closed it, idle, to make room for another key
 )
 
 // NumCloseReasons bounds the [CloseReason] values: [Stats.ClosedBy] has this many
@@ -126,7 +127,7 @@ const (
 const NumCloseReasons = nReasons
 
 var reasonNames = [nReasons]string{"", "lifetime", "idle", "uses", "recycle", "destroy",
-	"reset", "release_check", "shrink", "pool_closed", "max_idle", "health_check"}
+	"reset", "release_check", "shrink", "pool_closed", "max_idle", "health_check", "evict"}
 
 func (r CloseReason) String() string {
 	if r > 0 && int(r) < len(reasonNames) {

@@ -107,6 +107,13 @@ type Pool[T any] struct {
 	checking      atomic.Int64
 	healthRunning atomic.Bool
 	nextHealth    int64
+
+	// kb is the global budget of the keyed pool this pool is a member of
+	// (one key's objects), nil for a pool of its own; set before the pool
+	// runs. See keyed.go.
+	kb *budget[T]
+	// roomSeen is budget.need's scratch count (guarded by budget.mu).
+	roomSeen int64
 }
 
 // Bits of Pool.state. The low bits count queued waiters.
@@ -119,7 +126,12 @@ const (
 	// that the fast paths pay nothing for options that are not set.
 	acqHookBit = int64(1) << 60
 	relHookBit = int64(1) << 59 // MaxIdle, or a manager that implements ReleaseChecker
-	waiterMask = relHookBit - 1
+	// roomBit is set on every member of a keyed pool while a waiter of
+	// some key waits for global room (see budget): it keeps Release off its
+	// fast path, so that an object released where nobody waits is closed to
+	// make that room.
+	roomBit    = int64(1) << 58
+	waiterMask = roomBit - 1
 )
 
 // maxExchangeCap bounds the exchange's capacity: it holds hints, and an idle
@@ -217,13 +229,23 @@ func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 	if err != nil {
 		return nil, err
 	}
+	p := build(m, cfg, m, time.Now())
+	p.run()
+	return p, nil
+}
+
+// build makes a pool of objects made by m, with cfg normalized, whose clock
+// starts at start; run starts it. opt is what the pool asks for the
+// manager's optional interfaces (ReleaseChecker, RecycleSkipper): m itself,
+// or, for a keyed pool's member, the keyed manager m adapts.
+func build[T any](m manager.Manager[T], cfg Config, opt any, start time.Time) *Pool[T] {
 	p := &Pool[T]{
 		mgr:     m,
 		cfg:     cfg,
 		expiry:  cfg.MaxLifetime > 0 || cfg.MaxIdleTime > 0 || cfg.MaxUses > 0,
 		maxIdle: int64(cfg.MaxIdleTime),
 		maxUses: uint64(cfg.MaxUses),
-		start:   time.Now(),
+		start:   start,
 		tick:    tickFor(cfg),
 		local:   shard.NewLocal[*entry[T]](cfg.LocalDepth, nil),
 		sem:     make(chan struct{}, cfg.MaxConnecting),
@@ -234,18 +256,22 @@ func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 		o.name = cfg.Name // each pool its own copy: the Observer may be shared
 		p.cfg.Observer = o
 	}
-	p.relCheck, _ = m.(manager.ReleaseChecker[T])
-	skip, _ := m.(manager.RecycleSkipper)
+	p.relCheck, _ = opt.(manager.ReleaseChecker[T])
+	skip, _ := opt.(manager.RecycleSkipper)
 	p.recycles = skip == nil || !skip.SkipRecycle()
 	p.setHooks()
 	p.reg.init(min(cfg.MaxSize, 64))
-	p.clock.Store(&tick{at: p.start})
+	p.publishClock() // a keyed pool's member starts late on the shared clock
 	p.ctx, p.cancel = context.WithCancelCause(context.Background())
 	p.maxSize.Store(int64(cfg.MaxSize))
 	p.xch.Store(&xbox[T]{newExchange[T](cfg.Exchange, cfg.MaxSize)})
+	return p
+}
+
+// run starts the pool's maintainer.
+func (p *Pool[T]) run() {
 	p.goroutines.Add(1)
 	go p.maintain()
-	return p, nil
 }
 
 // newExchange returns an exchange for a pool of maxSize objects. It holds one

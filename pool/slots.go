@@ -23,6 +23,12 @@ import "fmt"
 // live is also read without the lock (an atomic load) where a stale value is
 // harmless: the refusals in reserve and the gauges' cheap readers.
 //
+// In a member of a keyed pool, reserve also takes one of the budget's
+// global slots in the same step (budget.take, under smu: the key's limit
+// and the global one hold together), and every transition that lowers live
+// gives it back (freed), so that the budget's count is the members' live
+// counts summed.
+//
 // Every transition that lowers live is followed by afterFree, which offers
 // the room to the oldest waiter or, once the pool is closed, lets Close
 // finish.
@@ -42,7 +48,7 @@ func (p *Pool[T]) reserve() bool {
 		return false
 	}
 	p.smu.Lock()
-	ok := p.live.Load() < p.maxSize.Load()
+	ok := p.live.Load() < p.maxSize.Load() && (p.kb == nil || p.kb.take(p))
 	if ok {
 		p.live.Add(1)
 		p.connecting.Add(1)
@@ -64,6 +70,7 @@ func (p *Pool[T]) unreserve() {
 	p.live.Add(-1)
 	p.checkSlots()
 	p.smu.Unlock()
+	p.freed(false)
 }
 
 // connected records a successful connect in its slot and returns the new
@@ -123,6 +130,7 @@ func (p *Pool[T]) closed(r int) {
 	p.live.Add(-1)
 	p.checkSlots()
 	p.smu.Unlock()
+	p.freed(r == reasonEvict)
 	p.afterFree()
 }
 
@@ -134,7 +142,23 @@ func (p *Pool[T]) detached() {
 	p.live.Add(-1)
 	p.checkSlots()
 	p.smu.Unlock()
+	p.freed(false)
 	p.afterFree()
+}
+
+// freed follows every transition that lowered live, before its follow-up:
+// in a keyed pool's member, the global slot goes back to the budget, which
+// hands it to the oldest waiter for room of any key (see budget.free), and
+// a member left without objects or waiters is dropped (Keyed.drop).
+// evicted says whether the slot is an eviction's (see budget.evicting).
+func (p *Pool[T]) freed(evicted bool) {
+	if p.kb == nil {
+		return
+	}
+	p.kb.free(evicted)
+	if p.live.Load() == 0 && p.state.Load()&waiterMask == 0 {
+		p.kb.empty(p)
+	}
 }
 
 // afterFree follows every transition that lowered live: once the pool is

@@ -197,3 +197,38 @@ func (h *waitHist) read() (c [NumWaitBuckets]uint64, total uint64) {
 	}
 	return c, total
 }
+
+// add adds o's figures to s, all but MaxSize: a keyed pool's totals are
+// its keys' (see Keyed.Stats). Every figure is a count or a sum, so the
+// totals keep each snapshot's Created − Closed − Detached == Live −
+// Connecting.
+func (s *Stats) add(o Stats) {
+	s.Live += o.Live
+	s.Idle += o.Idle
+	s.Leased += o.Leased
+	s.Connecting += o.Connecting
+	s.Closing += o.Closing
+	s.Waiting += o.Waiting
+	s.Acquires += o.Acquires
+	s.HandOffs += o.HandOffs
+	s.Connects += o.Connects
+	s.ConnectErrors += o.ConnectErrors
+	s.CloseErrors += o.CloseErrors
+	s.Created += o.Created
+	s.Detached += o.Detached
+	s.Waits += o.Waits
+	s.WaitTime += o.WaitTime
+	s.Timeouts += o.Timeouts
+	s.Cancels += o.Cancels
+	s.Blocked += o.Blocked
+	for i := range s.WaitBuckets {
+		s.WaitBuckets[i] += o.WaitBuckets[i]
+	}
+	s.BlockedTime += o.BlockedTime
+	s.Leaks += o.Leaks
+	s.HealthChecks += o.HealthChecks
+	s.Closed += o.Closed
+	for i := range s.ClosedBy {
+		s.ClosedBy[i] += o.ClosedBy[i]
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,15 +18,24 @@ type hand[T any] struct {
 
 // waiter is one blocked Acquire. ch has room for exactly the one hand that a
 // dequeuer sends after taking the waiter out of the queue, so the send never
-// blocks; prev, next, queued and objOnly are guarded by Pool.mu.
+// blocks; prev, next and queued are guarded by Pool.mu, and so are the
+// writes of objOnly.
 type waiter[T any] struct {
 	ch         chan hand[T]
 	prev, next *waiter[T]
 	queued     bool
 	// objOnly is set while the waiter backs off after a failed connect
 	// (see connRetry): it takes a released object, but no slot to connect
-	// with, until its pause is over.
-	objOnly bool
+	// with, until its pause is over. Atomic: a keyed pool's budget reads it
+	// under its own lock (see budget.eligible).
+	objOnly atomic.Bool
+
+	// In a keyed pool's member: owner is the pool whose queue the waiter
+	// joins, and the rest link it into the budget's queue for global room
+	// (guarded by budget.mu).
+	owner        *Pool[T]
+	rprev, rnext *waiter[T]
+	wanting      bool
 }
 
 // waitQueue is an intrusive FIFO list of waiters, guarded by Pool.mu.
@@ -53,10 +63,14 @@ func (q *waitQueue[T]) pushFront(w *waiter[T]) {
 	q.head = w
 }
 
-// remove unlinks w and reports whether it was queued.
+// remove unlinks w and reports whether it was queued. A keyed pool's
+// waiter leaves the budget's queue with it.
 func (q *waitQueue[T]) remove(w *waiter[T]) bool {
 	if !w.queued {
 		return false
+	}
+	if kb := w.owner.kb; kb != nil {
+		kb.unwant(w)
 	}
 	if w.prev != nil {
 		w.prev.next = w.next
@@ -84,7 +98,7 @@ func (q *waitQueue[T]) popFront() *waiter[T] {
 // backing off after a failed connect), or nil.
 func (q *waitQueue[T]) popSlotTaker() *waiter[T] {
 	w := q.head
-	for w != nil && w.objOnly {
+	for w != nil && w.objOnly.Load() {
 		w = w.next
 	}
 	if w != nil {
@@ -96,7 +110,7 @@ func (q *waitQueue[T]) popSlotTaker() *waiter[T] {
 // hasSlotTaker reports whether a waiter that takes a slot is queued.
 func (q *waitQueue[T]) hasSlotTaker() bool {
 	for w := q.head; w != nil; w = w.next {
-		if !w.objOnly {
+		if !w.objOnly.Load() {
 			return true
 		}
 	}
@@ -110,7 +124,7 @@ func (p *Pool[T]) getWaiter() *waiter[T] {
 	if w, ok := p.waiters.Get().(*waiter[T]); ok {
 		return w
 	}
-	return &waiter[T]{ch: make(chan hand[T], 1)}
+	return &waiter[T]{ch: make(chan hand[T], 1), owner: p}
 }
 
 func (p *Pool[T]) putWaiter(w *waiter[T]) { p.waiters.Put(w) }
@@ -182,18 +196,22 @@ func (p *Pool[T]) dispatchFrom(scanOnly bool) {
 			}
 			continue
 		}
-		if p.reserve() {
-			if !p.handoff(hand[T]{slot: true}) {
-				if testHookSlotUnclaimed != nil {
-					testHookSlotUnclaimed()
-				}
-				if !p.slotUnclaimed() {
-					return
-				}
+		if !p.reserve() {
+			if p.kb != nil {
+				// A keyed pool's member at the global cap: room is made
+				// by closing another key's idle object, if there is one.
+				p.kb.makeRoom()
 			}
-			continue
+			return
 		}
-		return
+		if !p.handoff(hand[T]{slot: true}) {
+			if testHookSlotUnclaimed != nil {
+				testHookSlotUnclaimed()
+			}
+			if !p.slotUnclaimed() {
+				return
+			}
+		}
 	}
 }
 
@@ -227,7 +245,7 @@ func (p *Pool[T]) slotUnclaimed() bool {
 func (p *Pool[T]) enqueue(w *waiter[T], front, objOnly bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	w.objOnly = objOnly
+	w.objOnly.Store(objOnly)
 	if p.state.Load()&closedBit != 0 {
 		return false
 	}
@@ -235,6 +253,9 @@ func (p *Pool[T]) enqueue(w *waiter[T], front, objOnly bool) bool {
 		p.queue.pushFront(w)
 	} else {
 		p.queue.pushBack(w)
+	}
+	if p.kb != nil {
+		p.kb.want(w, front)
 	}
 	p.state.Add(1)
 	return true
@@ -358,7 +379,7 @@ func (p *Pool[T]) await(ctx context.Context, w *waiter[T], pause <-chan time.Tim
 		case <-pause:
 			pause = nil
 			p.mu.Lock()
-			w.objOnly = false
+			w.objOnly.Store(false)
 			p.mu.Unlock()
 			p.dispatch()
 			continue
