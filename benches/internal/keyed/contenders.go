@@ -20,8 +20,9 @@ type client struct {
 	// acquire gets a connection to tenant t's database; done gives it back,
 	// told whether the query left it broken.
 	acquire func(ctx context.Context, t int) (c *pgx.Conn, done func(broken bool), err error)
-	// connects is the connections opened so far; evictions those closed to
-	// make room for another tenant's (0 where the contender does not).
+	// connects is the connections tried so far, those refused included;
+	// evictions those closed to make room for another tenant's (0 where
+	// the contender does not).
 	connects, evictions func() int64
 	close               func()
 }
@@ -89,7 +90,7 @@ func openKeyed(_ context.Context, srv *server, st results.KeyedSettings) (client
 				l.Release()
 			}, nil
 		},
-		connects:  func() int64 { return int64(k.Stats().Created) },
+		connects:  func() int64 { return int64(k.Stats().Connects) },
 		evictions: func() int64 { return int64(k.Stats().ClosedBy[pool.CloseEvict]) },
 		close: func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -1,6 +1,7 @@
 package keyed
 
 import (
+	"context"
 	"errors"
 	"math"
 	"slices"
@@ -18,6 +19,7 @@ const (
 	ok       outcome = iota
 	failed           // any error but those below
 	tooMany          // the server refused a connection: SQLSTATE 53300
+	timedOut         // the query's deadline passed
 	wrongDB          // answered from another tenant's database
 	nOutcome         // the number of outcomes
 )
@@ -41,6 +43,8 @@ func classify(err error) outcome {
 		return wrongDB
 	case errors.As(err, &pe) && pe.Code == sqlTooManyConnections:
 		return tooMany
+	case errors.Is(err, context.DeadlineExceeded):
+		return timedOut
 	}
 	return failed
 }
@@ -55,7 +59,7 @@ type sample struct {
 
 // figures computes a round's figures from its samples but those the run
 // counts itself (the wall time, connects, evictions, the server's
-// connections, the first error): the queries and failures, the tenants
+// connections, the first errors): the queries and failures, the tenants
 // served, starved and measured, and the worst and median p99 of acquire
 // and of the whole call over the tenants with at least minSamples
 // successful queries. Latency counts successful queries only: a refused
@@ -75,6 +79,8 @@ func figures(samples []sample, tenants []string, minSamples int) results.KeyedRo
 			continue
 		case tooMany:
 			r.TooMany++
+		case timedOut:
+			r.Timeouts++
 		case wrongDB:
 			r.WrongDatabase++
 		}

@@ -1,6 +1,7 @@
 package keyed
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -32,13 +33,14 @@ func TestFiguresCountFailuresAndTenants(t *testing.T) {
 	for range 30 {
 		ss = append(ss, sample{tenant: 3, outcome: tooMany})
 	}
-	ss = append(ss, sample{tenant: 0, outcome: wrongDB})
+	ss = append(ss, sample{tenant: 0, outcome: wrongDB}, sample{tenant: 1, outcome: timedOut})
 	// Tenant 4 is never picked.
 
 	r := figures(ss, tenants, 100)
-	assert.EqualValues(t, 200+100+10+1+30+1, r.Ops)
-	assert.EqualValues(t, 32, r.Failed)
+	assert.EqualValues(t, 200+100+10+1+30+1+1, r.Ops)
+	assert.EqualValues(t, 33, r.Failed)
 	assert.EqualValues(t, 30, r.TooMany)
+	assert.EqualValues(t, 1, r.Timeouts)
 	assert.EqualValues(t, 1, r.WrongDatabase)
 	assert.Equal(t, 3, r.TenantsServed, "tenants 0, 1 and 2")
 	assert.Equal(t, 1, r.TenantsStarved, "tenant 3 tried and got nothing; tenant 4 never tried")
@@ -85,6 +87,7 @@ func TestClassifyFindsTooManyClientsInsideAConnectError(t *testing.T) {
 	assert.Equal(t, failed, classify(&pgconn.PgError{Code: "57P01"}))
 	assert.Equal(t, failed, classify(errors.New("dial tcp: connection refused")))
 	assert.Equal(t, wrongDB, classify(fmt.Errorf("tenant_001: %w", errWrongDatabase)))
+	assert.Equal(t, timedOut, classify(fmt.Errorf("timeout: %w", context.DeadlineExceeded)))
 	assert.Equal(t, ok, classify(nil))
 }
 

@@ -98,6 +98,33 @@ func (s *server) describe() string {
 // dsn is the connection string of tenant i as the clients' role.
 func (s *server) dsn(i int) string { return s.pg.DSN(tenantRole, s.tenants[i], appName) }
 
+// connectCost is the median time of connectSamples connects to tenants'
+// databases, one after the other, each with its first query.
+func (s *server) connectCost(ctx context.Context, sleep time.Duration) (int64, error) {
+	sql := querySQL(sleep)
+	var took []float64
+	for i := range connectSamples {
+		db := s.tenants[i%len(s.tenants)]
+		start := time.Now()
+		c, err := pgx.ConnectConfig(ctx, s.configs[db])
+		if err != nil {
+			return 0, err
+		}
+		err = query(ctx, c, sql, db)
+		took = append(took, float64(time.Since(start)))
+		if cerr := c.Close(context.Background()); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return int64(results.Median(took)), nil
+}
+
+// connectSamples is how many connects connectCost times.
+const connectSamples = 9
+
 // countQuery counts the server's client connections but the one asking.
 const countQuery = "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
 

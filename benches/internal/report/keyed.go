@@ -97,6 +97,15 @@ func writeKeyedPage(w io.Writer, k results.Keyed) error {
 	if k.SetupNs > 0 {
 		setup = fmt.Sprintf(", in %v with the server's start", time.Duration(k.SetupNs).Round(100*time.Millisecond))
 	}
+	connect := ""
+	if k.ConnectNs > 0 {
+		connect = fmt.Sprintf("\n  A new connection with its first query costs %s on this server (the median of a few made one after\n  the other before the load): every connection a pool opens, or opens again, costs that much.",
+			results.Nanos(float64(k.ConnectNs)))
+	}
+	sampleNote := ""
+	if st.MinSamples < 100 {
+		sampleNote = " (below 100, a tenant's p99 is its slowest query)"
+	}
 	fmt.Fprintf(w, `
 %s.
 
@@ -106,7 +115,7 @@ func writeKeyedPage(w io.Writer, k results.Keyed) error {
   touches any other: %s, with max_connections %d and superuser_reserved_connections %d. It makes
   %d tenant databases, tenant_000 to tenant_%03d, copies of one template holding a table of one row%s.
   The clients connect as a role that is not a superuser, so they get %d of the %d connections: the
-  reserved ones stay free, and one goes to the connection that counts the server's (below).
+  reserved ones stay free, and one goes to the connection that counts the server's (below).%s
 - **Load.** %d goroutines run queries back to back for %v per contender and round, each under a
   deadline of %v (a context) that covers the acquire. Each query picks its tenant by a Zipf law of
   exponent %.2g, so that tenant_000 gets %.1f%% of the queries, tenant_009 %.1f%% and tenant_%03d %.2f%%;
@@ -115,11 +124,12 @@ func writeKeyedPage(w io.Writer, k results.Keyed) error {
 - **Contenders**, in an order rotated by the round, %d round%s, each on a fresh pool once the
   previous one's connections are gone from the server:
 %s- **Figures**, medians over the rounds with the range where they differ: successful queries per
-  second; the queries that failed, and those of them the server refused a connection for (SQLSTATE
-  53300: *sorry, too many clients already*, or *remaining connection slots are reserved*); the tenants
+  second; the queries that failed, those of them the server refused a connection for (SQLSTATE
+  53300: *sorry, too many clients already*, or *remaining connection slots are reserved*) and those
+  that ran out of their deadline; the tenants
   *starved*, whose queries all failed; the p99 of the time to get a connection (*acquire*) and of the
   whole call as the caller sees it (*query*: acquire, query, release), over the successful queries of
-  each tenant with %d or more of them: the worst tenant's p99, named, and the median of the tenants'
+  each tenant with %d or more of them%s: the worst tenant's p99, named, and the median of the tenants'
   p99s; the connections each contender opened (*connects*) and, for poolkit, those it closed idle to
   make room for another tenant's (*evictions*, `+"`Stats().ClosedBy[pool.CloseEvict]`"+`; n/a for a pool
   per tenant, which never closes one tenant's connection for another's); and the most client
@@ -128,10 +138,10 @@ func writeKeyedPage(w io.Writer, k results.Keyed) error {
 
 ## Results
 `, keyedWhat(k), server, st.MaxConnections, st.SuperuserReserved, st.Tenants, st.Tenants-1, setup,
-		st.ClientSlots(), st.MaxConnections,
+		st.ClientSlots(), st.MaxConnections, connect,
 		st.Workers, time.Duration(st.DurationNs), time.Duration(st.DeadlineNs), st.ZipfS,
 		100*st.Share(0), 100*st.Share(min(9, st.Tenants-1)), st.Tenants-1, 100*st.Share(st.Tenants-1),
-		keyedQuery(st), st.Rounds, plural(st.Rounds), keyedContenders(k), st.MinSamples, time.Duration(st.PollNs))
+		keyedQuery(st), st.Rounds, plural(st.Rounds), keyedContenders(k), st.MinSamples, sampleNote, time.Duration(st.PollNs))
 	if len(k.Results) == 0 {
 		fmt.Fprintf(w, "\nNo contender ran.\n")
 		return nil
@@ -140,10 +150,16 @@ func writeKeyedPage(w io.Writer, k results.Keyed) error {
 	for _, r := range k.Results {
 		fmt.Fprintf(w, "| %s |\n", strings.Join(results.KeyedRow(r), " | "))
 	}
+	code := func(e string) string { return "`" + strings.ReplaceAll(results.ScrubPaths(e), "`", "'") + "`" }
 	var errs []string
 	for _, r := range k.Results {
-		if e := r.Summarize().FirstError; e != "" {
-			errs = append(errs, fmt.Sprintf("- %s: `%s`", r.Contender, strings.ReplaceAll(results.ScrubPaths(e), "`", "'")))
+		s := r.Summarize()
+		if s.FirstError != "" {
+			line := fmt.Sprintf("- %s: %s", r.Contender, code(s.FirstError))
+			if s.FirstOther != "" && s.FirstOther != s.FirstError {
+				line += "; the first of another kind: " + code(s.FirstOther)
+			}
+			errs = append(errs, line)
 		}
 	}
 	if len(errs) > 0 {

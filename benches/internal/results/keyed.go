@@ -20,6 +20,10 @@ type Keyed struct {
 	Server string `json:"server,omitempty"`
 	// SetupNs is how long the server and the tenant databases took to make.
 	SetupNs int64 `json:"setup_ns,omitempty"`
+	// ConnectNs is what a new connection costs on the server: the median
+	// of a few connects as the clients' role, made one after the other
+	// before the load, each with its first query.
+	ConnectNs int64 `json:"connect_ns,omitempty"`
 	// Results holds one entry per contender, in the order of the first
 	// round.
 	Results []KeyedResult `json:"results"`
@@ -57,7 +61,7 @@ type KeyedSettings struct {
 	// PollNs is the interval at which the server's connections are counted.
 	PollNs int64 `json:"poll_ns"`
 	// MinSamples is the successful queries a tenant needs for its p99 to
-	// count among the tenants'.
+	// count among the tenants' (below 100, a tenant's p99 is its maximum).
 	MinSamples int `json:"min_samples"`
 	Rounds     int `json:"rounds"`
 }
@@ -95,13 +99,16 @@ type KeyedRound struct {
 	Ops    int64 `json:"ops"` // queries started
 	// Failed is the queries that returned an error; TooMany those of them
 	// that the server refused a connection for (SQLSTATE 53300, "sorry,
-	// too many clients already"); WrongDatabase those answered from
-	// another database than their tenant's, which a correct pool never
-	// does.
+	// too many clients already"); Timeouts those that ran out of their
+	// deadline; WrongDatabase those answered from another database than
+	// their tenant's, which a correct pool never does.
 	Failed        int64 `json:"failed"`
 	TooMany       int64 `json:"too_many_clients"`
+	Timeouts      int64 `json:"timeouts,omitempty"`
 	WrongDatabase int64 `json:"wrong_database,omitempty"`
-	// Connects is the connections the contender opened.
+	// Connects is the connections the contender tried to open, those the
+	// server refused included (pgxpool's Stat().NewConnsCount, poolkit's
+	// Stats().Connects).
 	Connects int64 `json:"connects"`
 	// Evictions is the idle connections the contender closed to make room
 	// for another tenant's (Stats.ClosedBy[pool.CloseEvict]); 0 for a
@@ -124,8 +131,10 @@ type KeyedRound struct {
 	// each measured tenant's successful queries.
 	Acquire TenantP99 `json:"acquire_p99"`
 	Query   TenantP99 `json:"query_p99"`
-	// FirstError is the text of the first error, if any.
+	// FirstError is the text of the first error, if any; FirstOther that
+	// of the first error other than a refused connection.
 	FirstError string `json:"first_error,omitempty"`
+	FirstOther string `json:"first_other_error,omitempty"`
 }
 
 // TenantP99 summarises the tenants' p99s of one latency: the worst
@@ -149,25 +158,27 @@ func (r KeyedRound) QueriesPerSec() float64 {
 type KeyedSummary struct {
 	Rounds                               int
 	QueriesPerSec                        Spread
-	Failed, TooMany, WrongDatabase       Spread
+	Failed, TooMany, Timeouts            Spread
+	WrongDatabase                        Spread
 	Connects, Evictions                  Spread // Evictions NaN where the contender does not evict
 	MaxServerConns                       Spread
 	TenantsStarved, TenantsMeasured      Spread
 	AcquireWorst, AcquireMedian          Spread // ns
 	QueryWorst, QueryMedian              Spread // ns
 	WorstAcquireTenant, WorstQueryTenant string // the worst tenants of the round with the median worst p99
-	FirstError                           string
+	FirstError, FirstOther               string
 }
 
 // Summarize summarises r over its rounds.
 func (r KeyedResult) Summarize() KeyedSummary {
 	s := KeyedSummary{Rounds: len(r.Rounds)}
-	var qps, failed, tooMany, wrong, connects, evict, conns, starved, measured []float64
+	var qps, failed, tooMany, timeouts, wrong, connects, evict, conns, starved, measured []float64
 	var aw, am, qw, qm []float64
 	for _, k := range r.Rounds {
 		qps = append(qps, k.QueriesPerSec())
 		failed = append(failed, float64(k.Failed))
 		tooMany = append(tooMany, float64(k.TooMany))
+		timeouts = append(timeouts, float64(k.Timeouts))
 		wrong = append(wrong, float64(k.WrongDatabase))
 		connects = append(connects, float64(k.Connects))
 		if r.Evicts {
@@ -181,8 +192,12 @@ func (r KeyedResult) Summarize() KeyedSummary {
 		if s.FirstError == "" {
 			s.FirstError = k.FirstError
 		}
+		if s.FirstOther == "" {
+			s.FirstOther = k.FirstOther
+		}
 	}
-	s.QueriesPerSec, s.Failed, s.TooMany, s.WrongDatabase = spreadOf(qps), spreadOf(failed), spreadOf(tooMany), spreadOf(wrong)
+	s.QueriesPerSec, s.Failed, s.TooMany, s.Timeouts = spreadOf(qps), spreadOf(failed), spreadOf(tooMany), spreadOf(timeouts)
+	s.WrongDatabase = spreadOf(wrong)
 	s.Connects, s.Evictions, s.MaxServerConns = spreadOf(connects), spreadOf(evict), spreadOf(conns)
 	s.TenantsStarved, s.TenantsMeasured = spreadOf(starved), spreadOf(measured)
 	s.AcquireWorst, s.AcquireMedian = spreadOf(nanOmitted(aw)), spreadOf(nanOmitted(am))
@@ -224,7 +239,7 @@ func worstOfMedianRound(rs []KeyedRound, of func(KeyedRound) TenantP99) string {
 }
 
 // KeyedHeader names the columns of KeyedRow.
-var KeyedHeader = []string{"contender", "queries/s", "failed", "of them 53300", "tenants starved",
+var KeyedHeader = []string{"contender", "queries/s", "failed", "of them 53300", "of them timed out", "tenants starved",
 	"acquire p99, worst tenant", "acquire p99, median tenant", "query p99, worst tenant", "query p99, median tenant",
 	"connects", "evictions", "most server connections"}
 
@@ -244,7 +259,7 @@ func KeyedRow(r KeyedResult) []string {
 		evictions = SpreadCell(s.Evictions, Count)
 	}
 	return []string{r.Contender, SpreadCell(s.QueriesPerSec, Rate), SpreadCell(s.Failed, Count), SpreadCell(s.TooMany, Count),
-		SpreadCell(s.TenantsStarved, Count),
+		SpreadCell(s.Timeouts, Count), SpreadCell(s.TenantsStarved, Count),
 		worst(s.AcquireWorst, s.WorstAcquireTenant), SpreadCell(s.AcquireMedian, Nanos),
 		worst(s.QueryWorst, s.WorstQueryTenant), SpreadCell(s.QueryMedian, Nanos),
 		SpreadCell(s.Connects, Count), evictions, SpreadCell(s.MaxServerConns, Count)}
@@ -280,8 +295,12 @@ func WriteKeyedText(w io.Writer, k Keyed) error {
 		return err
 	}
 	for _, r := range k.Results {
-		if e := r.Summarize().FirstError; e != "" {
-			fmt.Fprintf(w, "  %s, first error: %s\n", r.Contender, ScrubPaths(e))
+		s := r.Summarize()
+		if s.FirstError != "" {
+			fmt.Fprintf(w, "  %s, first error: %s\n", r.Contender, ScrubPaths(s.FirstError))
+		}
+		if s.FirstOther != "" && s.FirstOther != s.FirstError {
+			fmt.Fprintf(w, "  %s, first other error: %s\n", r.Contender, ScrubPaths(s.FirstOther))
 		}
 	}
 	return nil

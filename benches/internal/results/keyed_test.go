@@ -42,7 +42,8 @@ func keyedSample() *results.Keyed {
 		keyedRound(85_000, 6000, 5900, 7e6, 7e6, "tenant_070"),
 	}
 	for i := range pp {
-		pp[i].TenantsStarved, pp[i].MaxServerConns = 60, 37
+		pp[i].TenantsStarved, pp[i].MaxServerConns, pp[i].Timeouts = 60, 37, 100
+		pp[i].FirstOther = "timeout: context deadline exceeded"
 		pp[i].FirstError = "failed to connect to `user=poolbench_tenant database=tenant_040`: server error: FATAL: sorry, too many clients already (SQLSTATE 53300)"
 	}
 	return &results.Keyed{
@@ -87,6 +88,7 @@ func TestKeyedSummaryIsTheMedianAndRangeOfTheRounds(t *testing.T) {
 	assert.Equal(t, results.Spread{Median: 5900, Min: 4900, Max: 6900}, p.TooMany)
 	assert.InDelta(t, (85_000-6000)/10.0, p.QueriesPerSec.Median, 1e-9, "successful queries only")
 	assert.Contains(t, p.FirstError, "53300")
+	assert.Equal(t, results.Spread{Median: 100, Min: 100, Max: 100}, p.Timeouts)
 }
 
 func TestKeyedSummaryLeavesOutRoundsWithoutAMeasuredTenant(t *testing.T) {
@@ -99,19 +101,31 @@ func TestKeyedSummaryLeavesOutRoundsWithoutAMeasuredTenant(t *testing.T) {
 	assert.Equal(t, "tenant_009", s.WorstAcquireTenant)
 }
 
+// cells maps the header of KeyedRow's columns to its cells.
+func cells(t *testing.T, r results.KeyedResult) map[string]string {
+	row := results.KeyedRow(r)
+	require.Len(t, row, len(results.KeyedHeader))
+	m := map[string]string{}
+	for i, h := range results.KeyedHeader {
+		m[h] = row[i]
+	}
+	return m
+}
+
 func TestKeyedRowSaysNAForEvictionsOfAContenderThatDoesNotEvict(t *testing.T) {
 	k := keyedSample()
-	pk, pp := results.KeyedRow(k.Results[0]), results.KeyedRow(k.Results[1])
-	require.Len(t, pk, len(results.KeyedHeader))
-	assert.Equal(t, "poolkit keyed", pk[0])
-	assert.Equal(t, "11.0 k (10.0 k–12.0 k)", pk[1])
-	assert.Equal(t, "0", pk[2])
-	assert.Equal(t, "2.00 ms (1.00 ms–3.00 ms) (tenant_002)", pk[5])
-	assert.Equal(t, "2,000 (1,000–3,000)", pk[10])
-	assert.Equal(t, "30", pk[11])
-	assert.Equal(t, "n/a", pp[10])
-	assert.Equal(t, "5,900 (4,900–6,900)", pp[3])
-	assert.Equal(t, "60", pp[4])
+	pk, pp := cells(t, k.Results[0]), cells(t, k.Results[1])
+	assert.Equal(t, "poolkit keyed", pk["contender"])
+	assert.Equal(t, "11.0 k (10.0 k–12.0 k)", pk["queries/s"])
+	assert.Equal(t, "0", pk["failed"])
+	assert.Equal(t, "2.00 ms (1.00 ms–3.00 ms) (tenant_002)", pk["acquire p99, worst tenant"])
+	assert.Equal(t, "2,000 (1,000–3,000)", pk["evictions"])
+	assert.Equal(t, "30", pk["most server connections"])
+	assert.Equal(t, "n/a", pp["evictions"])
+	assert.Equal(t, "5,900 (4,900–6,900)", pp["of them 53300"])
+	assert.Equal(t, "100", pp["of them timed out"])
+	assert.Equal(t, "60", pp["tenants starved"])
+	assert.Equal(t, "37", pp["most server connections"])
 }
 
 func TestKeyedTextHasTheSettingsTheTableAndTheFirstErrors(t *testing.T) {
@@ -122,7 +136,8 @@ func TestKeyedTextHasTheSettingsTheTableAndTheFirstErrors(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{"Keyed/Tenants=100", "100 tenant databases, Zipf s=1.1; 64 goroutines",
 		"server max_connections 40, 37 for the clients", "against PostgreSQL 15.20", "most server connections",
-		"pgxpool per tenant, MaxConns 4, first error: failed to connect", "n/a"} {
+		"pgxpool per tenant, MaxConns 4, first error: failed to connect", "n/a",
+		"pgxpool per tenant, MaxConns 4, first other error: timeout: context deadline exceeded"} {
 		assert.Contains(t, out, want)
 	}
 	assert.NotContains(t, out, "poolkit keyed, first error", "no error, no line")
