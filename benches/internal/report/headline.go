@@ -83,8 +83,7 @@ func columns(picked []results.Case) []string {
 }
 
 // writeHeadline writes the headline tables of f, each with its sentence,
-// the tally of its verdicts, and the faults and keyed rows where f has
-// them; pages
+// the tally of its verdicts, and the faults row where f has faults; pages
 // is the way from the page it goes into to the pages' directory.
 func writeHeadline(w io.Writer, f results.File, pages string) {
 	fmt.Fprintf(w, "%s\n", cellNote)
@@ -102,9 +101,6 @@ func writeHeadline(w io.Writer, f results.File, pages string) {
 	}
 	if f.Faults != nil {
 		writeFaultsHeadline(w, *f.Faults, pages)
-	}
-	if f.Keyed != nil {
-		writeKeyedHeadline(w, *f.Keyed, pages)
 	}
 }
 

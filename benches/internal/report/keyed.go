@@ -26,18 +26,24 @@ func keyedWhat(k results.Keyed) string {
 		100*st.Share(0), 100*st.Share(st.Tenants-1))
 }
 
-// writeKeyedHeadline writes the keyed row of the headline: per contender
-// the queries per second, the failures and those refused with 53300, and
-// the most connections the server saw.
-func writeKeyedHeadline(w io.Writer, k results.Keyed, pages string) {
+// writeKeyedSection writes the keyed case's section of the summary (not of
+// the README's headline): per contender the queries per second, the
+// failures and those refused with 53300, and the most connections the
+// server saw, in one row; pages is the way to the pages' directory.
+func writeKeyedSection(w io.Writer, k results.Keyed, pages string) {
 	if len(k.Results) == 0 {
 		return
 	}
 	st := k.Settings
-	fmt.Fprintf(w, "\n**Keyed pools.** %s: successful queries per second, higher is better; the queries that failed and "+
-		"those of them the server refused a connection for (SQLSTATE 53300, too many clients), fewer is better; "+
-		"and the most connections the server saw (medians over %d round%s). [The keyed page](%skeyed.md) has the "+
-		"tenants' tail latencies.\n", keyedWhat(k), st.Rounds, plural(st.Rounds), pages)
+	cost := ""
+	if k.ConnectNs > 0 {
+		cost = fmt.Sprintf(" (a new connection costs %s on this server)", results.Nanos(float64(k.ConnectNs)))
+	}
+	fmt.Fprintf(w, "\n%s: successful queries per second, higher is better; the queries that failed and "+
+		"those of them the server refused a connection for (SQLSTATE 53300, too many clients), and the tenants "+
+		"whose every query failed, fewer is better; the connections each tried to open%s; and the most "+
+		"connections the server saw (medians over %d round%s). [The keyed page](%skeyed.md) has the "+
+		"tenants' tail latencies.\n", keyedWhat(k), cost, st.Rounds, plural(st.Rounds), pages)
 	var cols []string
 	for _, r := range k.Results {
 		cols = append(cols, r.Contender)
@@ -55,7 +61,13 @@ func writeKeyedHeadline(w io.Writer, k results.Keyed, pages string) {
 		if s.TooMany.Median > 0 {
 			fail += fmt.Sprintf(" (%s with 53300)", results.Count(s.TooMany.Median))
 		}
-		row = append(row, fmt.Sprintf("%s<br>%s<br>%s server connections at most", rate, fail, results.Count(s.MaxServerConns.Median)))
+		lines := []string{rate, fail}
+		if s.TenantsStarved.Median > 0 {
+			lines = append(lines, results.Count(s.TenantsStarved.Median)+" tenants starved")
+		}
+		lines = append(lines, results.Count(s.Connects.Median)+" connects",
+			results.Count(s.MaxServerConns.Median)+" server connections at most")
+		row = append(row, strings.Join(lines, "<br>"))
 		failed = append(failed, s.Failed.Median)
 	}
 	fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
@@ -99,7 +111,7 @@ func writeKeyedPage(w io.Writer, k results.Keyed) error {
 	}
 	connect := ""
 	if k.ConnectNs > 0 {
-		connect = fmt.Sprintf("\n  A new connection with its first query costs %s on this server (the median of a few made one after\n  the other before the load): every connection a pool opens, or opens again, costs that much.",
+		connect = fmt.Sprintf("\n  A new connection with its first query costs %s on this server (the median of a few made one\n  after the other before the load): every connection a pool opens, or opens again, costs that much.",
 			results.Nanos(float64(k.ConnectNs)))
 	}
 	sampleNote := ""
@@ -112,25 +124,27 @@ func writeKeyedPage(w io.Writer, k results.Keyed) error {
 ## Method
 
 - **The server.** poolbench starts a server of its own for this case, on a port of its own, and never
-  touches any other: %s, with max_connections %d and superuser_reserved_connections %d. It makes
-  %d tenant databases, tenant_000 to tenant_%03d, copies of one template holding a table of one row%s.
+  touches any other: %s,
+  with max_connections %d and superuser_reserved_connections %d. It makes %d tenant databases,
+  tenant_000 to tenant_%03d, copies of one template holding a table of one row%s.
   The clients connect as a role that is not a superuser, so they get %d of the %d connections: the
   reserved ones stay free, and one goes to the connection that counts the server's (below).%s
 - **Load.** %d goroutines run queries back to back for %v per contender and round, each under a
   deadline of %v (a context) that covers the acquire. Each query picks its tenant by a Zipf law of
   exponent %.2g, so that tenant_000 gets %.1f%% of the queries, tenant_009 %.1f%% and tenant_%03d %.2f%%;
   the goroutines' tenant sequences are the same for every contender of a round. A query is
-  `+"`%s`"+`: it holds its connection for the sleep and checks that it ran in its tenant's database.
+  `+"`%s`"+`:
+  it holds its connection for the sleep and checks that it ran in its tenant's database.
 - **Contenders**, in an order rotated by the round, %d round%s, each on a fresh pool once the
   previous one's connections are gone from the server:
 %s- **Figures**, medians over the rounds with the range where they differ: successful queries per
   second; the queries that failed, those of them the server refused a connection for (SQLSTATE
   53300: *sorry, too many clients already*, or *remaining connection slots are reserved*) and those
-  that ran out of their deadline; the tenants
-  *starved*, whose queries all failed; the p99 of the time to get a connection (*acquire*) and of the
-  whole call as the caller sees it (*query*: acquire, query, release), over the successful queries of
-  each tenant with %d or more of them%s: the worst tenant's p99, named, and the median of the tenants'
-  p99s; the connections each contender opened (*connects*) and, for poolkit, those it closed idle to
+  that ran out of their deadline; the tenants *starved*, whose queries all failed; the p99 of the
+  time to get a connection (*acquire*) and of the whole call as the caller sees it (*query*:
+  acquire, query, release), over the successful queries of each tenant with %d or more of them%s:
+  the worst tenant's p99, named, and the median of the tenants' p99s; the connections each
+  contender tried to open, those refused included (*connects*), and, for poolkit, those it closed idle to
   make room for another tenant's (*evictions*, `+"`Stats().ClosedBy[pool.CloseEvict]`"+`; n/a for a pool
   per tenant, which never closes one tenant's connection for another's); and the most client
   connections the server had at once, counted in `+"`pg_stat_activity`"+` every %v on a superuser's

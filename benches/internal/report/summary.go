@@ -26,8 +26,9 @@ func regenCommand(opt Options) string {
 	return "go run ./benches/cmd/poolbench report" + mixed + " -in " + opt.In
 }
 
-// Summary writes BENCHMARKS.md: the headline, the pages, the method, the
-// machine, what is not claimed and how to reproduce it.
+// Summary writes BENCHMARKS.md: the headline, the keyed case where f has
+// it, the pages, the method, the machine, what is not claimed and how to
+// reproduce it.
 func Summary(w io.Writer, f results.File, opt Options) error {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("# Benchmarks\n\n")
@@ -40,6 +41,10 @@ func Summary(w io.Writer, f results.File, opt Options) error {
 
 	p("\n## Headline\n\n")
 	writeHeadline(w, f, ChartDir+"/")
+	if f.Keyed != nil {
+		p("\n## Keyed pools\n")
+		writeKeyedSection(w, *f.Keyed, ChartDir+"/")
+	}
 
 	p("\n## The pages\n\n| page | what it measures |\n|---|---|\n")
 	for _, pg := range Pages(f) {
@@ -115,10 +120,10 @@ func writeMethod(w io.Writer, f results.File) {
 - **One run, one commit.** `+"`%s`"+` refuses a tree with uncommitted changes, then
   runs the published set at its commit: every object and buffer case (`+"`-mode=all`"+`), the end-to-end
   cases (`+"`-mode=e2e`"+`), the faults phase (`+"`-mode=faults`"+`), the keyed case (`+"`-mode=keyed`"+`)
-  and the instruction counts (`+"`icount`"+`), %d rounds each but the faults and the keyed case; it prints what it will run and an estimate of how long
-  before it starts (`+"`-dry-run`"+` prints only that), keeps each finished part, so that a run stopped
-  halfway resumes where it stopped at the same commit, and writes the results file, these pages, the
-  charts and the README's headline. `+"`poolbench report`"+` refuses results from more than one commit or
+  and the instruction counts (`+"`icount`"+`), %d rounds each but the faults and the keyed case; it
+  prints what it will run and an estimate of how long before it starts (`+"`-dry-run`"+` prints only
+  that), keeps each finished part, so that a run stopped halfway resumes where it stopped at the same
+  commit, and writes the results file, these pages, the charts and the README's headline. `+"`poolbench report`"+` refuses results from more than one commit or
   from a dirty tree unless `+"`-mixed`"+` is given, and then every page says which figures come from where.
 - **Same process, alternating rounds.** Each case ran %s. Round r runs every contender once, %s,
   in an order rotated by r, so that no contender always runs first or last, on a warm or a tired
