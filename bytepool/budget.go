@@ -2,6 +2,7 @@ package bytepool
 
 import (
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/poolkit/poolkit/internal/shard"
@@ -130,6 +131,18 @@ const maxPending = 2
 // Releasing them at once instead would miss a Put that loaded them just
 // before the switch and files its buffer after the release. Called with
 // trimMu held, unpinned.
+//
+// The stop-the-world covers pinned sections only, so no buffer is lost only
+// if nothing uses tiers it loaded after the pinned section that loaded them
+// has ended. Where that section found no stack for its P (Local.Stack
+// returned nil), class.push and class.pop go on unpinned (pushUnpinned,
+// popUnpinned): in the default build (GOMAXPROCS grew) they grow the
+// table and start again pinned, loading the tiers afresh; in the
+// synchronised builds, where nothing is pinned and the stop-the-world
+// waits for nobody, Local.Push and Local.Pop go through each stack's guard,
+// which the release (shard.Local.DrainAll) takes for good, so a Push that
+// comes after it keeps nothing, reports false, and its caller files the
+// buffer elsewhere.
 func (p *Pool) resize(i, depth, spill int) {
 	p.classes[i].resizes++
 	p.replaceTiers(i, depth, spill, true)
@@ -250,7 +263,9 @@ func (p *Pool) settleReplaced(cl *class, drop bool) {
 // release empties r, a replaced tier set no goroutine can be using any more,
 // into to (nil: nowhere), else the exchange (unless to is nil), else the
 // allocator, and adds the Gets it served to the class's past. Every P's
-// stack and spill is reachable now (shard.Local.DrainAll).
+// stack and spill is reachable now (shard.Local.DrainAll), and r's tiers
+// keep nothing afterwards: DrainAll seals them against a straggler of the
+// synchronised builds (see resize).
 func (p *Pool) release(cl *class, r replaced, to *shard.Local[unsafe.Pointer]) {
 	r.l.DrainAll(func(ptr unsafe.Pointer) {
 		switch {
@@ -290,12 +305,37 @@ func (cl *class) push(ptr unsafe.Pointer) bool {
 	ok := s.Push(ptr) || l.PushSpill(s, ptr)
 	shard.Exit()
 	if s == nil {
-		// No stack to use pinned (GOMAXPROCS grew, or a synchronised
-		// build): Local.Push does it all.
-		ok = l.Push(ptr)
+		return cl.pushUnpinned(l, pid, ptr)
 	}
 	return ok
 }
+
+// pushUnpinned is push where the pinned section found no stack for P pid in
+// l, the tiers it loaded. push no longer holds the pin that a release of
+// replaced tiers waits out (see resize), so l may be replaced and released
+// meanwhile; a buffer filed in l after that would be lost, kept by tiers
+// nobody drains again. So, in the default build (GOMAXPROCS grew: pid is
+// beyond l's stacks), pushUnpinned grows l's table and starts push again,
+// which loads the tiers afresh, pinned; if l has been released, Grow says
+// so and pushUnpinned reports false, for the caller to file ptr elsewhere.
+// In the synchronised builds (pid is -1) nothing is pinned and Local.Push
+// does it all: it takes each stack's guard, which the release takes for
+// good (shard.Local.DrainAll), so a Push on released tiers keeps nothing
+// and reports false.
+func (cl *class) pushUnpinned(l *shard.Local[unsafe.Pointer], pid int, ptr unsafe.Pointer) bool {
+	if h := unpinnedHook.Load(); h != nil {
+		(*h)()
+	}
+	if pid < 0 {
+		return l.Push(ptr)
+	}
+	return l.Grow(pid) && cl.push(ptr)
+}
+
+// unpinnedHook, if set (by tests, see export_test.go), runs where
+// pushUnpinned starts: where a release of the tiers push loaded can come
+// between their load and their use. One load, off the fast path.
+var unpinnedHook atomic.Pointer[func()]
 
 // pop is Local.Pop on class cl's tiers, loaded while pinned (see push).
 func (cl *class) pop() (unsafe.Pointer, bool) {
@@ -312,9 +352,25 @@ func (cl *class) pop() (unsafe.Pointer, bool) {
 	}
 	shard.Exit()
 	if s == nil {
-		ptr, ok = l.Pop()
+		return cl.popUnpinned(l, pid)
 	}
 	return ptr, ok
+}
+
+// popUnpinned is pop where the pinned section found no stack for P pid in l,
+// as pushUnpinned is push's. A pop from released tiers would find nothing,
+// but in the default build one that pins again to pop from l could run
+// alongside the release's drain and take a buffer the drain also takes: so
+// pop starts again, pinned, once l's table covers pid. In the synchronised
+// builds each stack's guard keeps the two apart.
+func (cl *class) popUnpinned(l *shard.Local[unsafe.Pointer], pid int) (unsafe.Pointer, bool) {
+	if pid < 0 {
+		return l.Pop()
+	}
+	if !l.Grow(pid) {
+		return nil, false
+	}
+	return cl.pop()
 }
 
 // unfull clears every class's full flag (see grow). Called with trimMu held.

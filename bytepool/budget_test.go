@@ -2,7 +2,10 @@ package bytepool_test
 
 import (
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/poolkit/poolkit/bytepool"
 	"github.com/poolkit/poolkit/internal/testutil/ptest"
@@ -100,4 +103,93 @@ func TestIdleClassGivesItsRoomBack(t *testing.T) {
 	if c := classStats(t, p.Stats(), 64<<10); c.Depth != 0 || c.Buffers > c.ExchangeCap {
 		t.Fatalf("idle class %+v still has per-P room", c)
 	}
+}
+
+// TestPutRacingTheReleaseOfItsTiersLosesNoBuffer: a Put that loaded its
+// class's per-P tiers and found no stack there to use pinned (its P is
+// beyond them, GOMAXPROCS having grown; in the builds that pin nothing,
+// always) goes on unpinned; if the budget replaces those tiers and releases
+// them meanwhile (resize past MaxPending: a stop-the-world, then the drain
+// of every P's stack), the buffer still ends up retained or released, and
+// Trim and the GC cycles give every buffer back to the allocator.
+func TestPutRacingTheReleaseOfItsTiersLosesNoBuffer(t *testing.T) {
+	for range 100 {
+		if putRacingTheReleaseOfItsTiers(t) {
+			return
+		}
+	}
+	t.Fatal("no Put in 100 went on unpinned")
+}
+
+// putRacingTheReleaseOfItsTiers is one try of
+// TestPutRacingTheReleaseOfItsTiersLosesNoBuffer; it reports whether the Put
+// went on unpinned, the case under test.
+func putRacingTheReleaseOfItsTiers(t *testing.T) (unpinned bool) {
+	const size = 4 << 10
+	a := newCountingAllocator()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	p := newPool(t, allocator{}, bytepool.Config{MinSize: size, MaxSize: size, Allocator: a})
+	p.Put(p.Get(size)) // grows the class: per-P tiers of one stack, P 0's
+	b := p.Get(size)   // and leaves them empty
+	runtime.GOMAXPROCS(2)
+	var fired atomic.Bool
+	defer bytepool.SetUnpinnedHook(func() {
+		if fired.CompareAndSwap(false, true) {
+			p.ReleaseTiers(size) // the tiers the Put loaded, among others
+		}
+	})()
+	var put atomic.Bool
+	ptest.OnEachP(2, func() {
+		// On P 0 the tiers have a stack: the Put would not go on unpinned.
+		if bytepool.ProcID() != 0 && put.CompareAndSwap(false, true) {
+			p.Put(b)
+		}
+	})
+	if !fired.Load() {
+		return false
+	}
+	if !ptest.CollectUntil(func() bool { p.Trim(); return a.live() == 0 }) {
+		s := p.Stats()
+		t.Fatalf("%d buffers neither retained nor released: Retained %d, Released %d, Drops %d", a.live(), s.Retained, s.Released, s.Drops)
+	}
+	return true
+}
+
+// countingAllocator is a heap Allocator that owns each buffer it made until
+// it is freed, and counts them.
+type countingAllocator struct {
+	mu    sync.Mutex
+	owned map[*byte]int // first byte → capacity
+}
+
+func newCountingAllocator() *countingAllocator {
+	return &countingAllocator{owned: make(map[*byte]int)}
+}
+
+func (a *countingAllocator) Allocate(size int) ([]byte, error) {
+	b := make([]byte, size)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.owned[unsafe.SliceData(b)] = size
+	return b, nil
+}
+
+func (a *countingAllocator) Owns(b []byte) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c, ok := a.owned[unsafe.SliceData(b)]
+	return ok && c == cap(b)
+}
+
+func (a *countingAllocator) Free(b []byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.owned, unsafe.SliceData(b))
+}
+
+// live returns the buffers made and not freed.
+func (a *countingAllocator) live() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.owned)
 }

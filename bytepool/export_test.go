@@ -1,6 +1,10 @@
 package bytepool
 
-import "time"
+import (
+	"time"
+
+	"github.com/poolkit/poolkit/internal/shard"
+)
 
 // Ticks returns the number of GC ticks the pool has observed.
 func (p *Pool) Ticks() uint64 { return p.ticks.Load() }
@@ -55,3 +59,35 @@ const MaxPending = maxPending
 // RecycleHeaders says whether Buffer.Free gives NewBuffer headers back (not
 // in the poolkit_debug build).
 const RecycleHeaders = recycleHeaders
+
+// SetUnpinnedHook makes f run where a Put has loaded its class's tiers but
+// found no stack to use pinned, before it goes on unpinned, and returns a
+// function that removes it.
+func SetUnpinnedHook(f func()) (remove func()) {
+	unpinnedHook.Store(&f)
+	return func() { unpinnedHook.Store(nil) }
+}
+
+// ReleaseTiers replaces the per-P tiers of the class of Get(n) by ones of the
+// same room, MaxPending + 1 times, so that the class releases every replaced
+// set at once (resize), the tiers it had before the call included.
+func (p *Pool) ReleaseTiers(n int) {
+	p.trimMu.Lock()
+	defer p.trimMu.Unlock()
+	i := p.classIndex(n)
+	cl := &p.classes[i]
+	for range maxPending + 1 {
+		p.resize(i, cl.depth, cl.spill)
+	}
+	if len(cl.replaced) != 0 {
+		panic("bytepool: test: replaced tiers not released")
+	}
+}
+
+// ProcID returns the id of the P the caller runs on, or -1 in the builds
+// that pin nothing (race, poolkit_nolinkname).
+func ProcID() int {
+	pid := shard.Enter()
+	shard.Exit()
+	return pid
+}

@@ -59,11 +59,13 @@ var ErrBroken = errors.New("manager: object broken")
 
 // ReleaseChecker may be implemented by a [Manager] to check an object when it
 // is released: an error closes the object instead of pooling it (for example,
-// a connection released in the middle of a transaction). CheckRelease runs on
-// the releasing goroutine, under no lock of the pool's. It sits beside Manager
-// as driver.Validator sits beside driver.Conn. If it panics, the
-// object is closed and its slot freed, and the panic goes on to the caller of
-// Release.
+// a connection released in the middle of a transaction). It is asked only
+// about an object that passed the pool's expiry checks: one released past its
+// lifetime or its uses, or from before a Reset, is closed without it.
+// CheckRelease runs on the releasing goroutine, under no lock of the pool's.
+// It sits beside Manager as driver.Validator sits beside driver.Conn. If it
+// panics, the object is closed and its slot freed, and the panic goes on to
+// the caller of Release.
 type ReleaseChecker[T any] interface {
 	CheckRelease(obj T) error
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/poolkit/poolkit/internal/cacheline"
 	"github.com/poolkit/poolkit/internal/configerr"
+	"github.com/poolkit/poolkit/internal/shard"
 	"github.com/poolkit/poolkit/manager"
 )
 
@@ -117,6 +120,13 @@ type Keyed[K comparable, T any] struct {
 	// mu), read with one load on every Acquire.
 	table  atomic.Pointer[map[K]*Pool[T]]
 	closed atomic.Bool
+	// hot is each P's last key and its pool, read and written only by
+	// that P while pinned (as sync.Pool's private slot): hashing the key
+	// for the table costs more than the rest of an Acquire's hot path. A
+	// P beyond the slice (GOMAXPROCS grew), or a synchronised build, goes
+	// to the table. A stale entry (its key's state dropped) ends in
+	// ErrClosed from the pool it names, and the Acquire asks the table.
+	hot []hotKey[K, T]
 
 	mu   sync.Mutex // guards the writes of table, keys, past and closed
 	keys map[*Pool[T]]K
@@ -135,7 +145,8 @@ func NewKeyed[K comparable, T any](m manager.Keyed[K, T], cfg KeyedConfig) (*Key
 	if err != nil {
 		return nil, err
 	}
-	k := &Keyed[K, T]{mgr: m, cfg: cfg, mcfg: mcfg, start: time.Now(), keys: map[*Pool[T]]K{}}
+	k := &Keyed[K, T]{mgr: m, cfg: cfg, mcfg: mcfg, start: time.Now(), keys: map[*Pool[T]]K{},
+		hot: make([]hotKey[K, T], runtime.GOMAXPROCS(0))}
 	k.b.max = int64(cfg.MaxSize)
 	k.b.members = k.eachMember
 	k.b.onEmpty = k.drop
@@ -157,13 +168,45 @@ func (a *keyedManager[K, T]) Recycle(ctx context.Context, obj T, m manager.Metri
 
 func (a *keyedManager[K, T]) Close(obj T) error { return a.m.Close(obj) }
 
-// member returns key's pool, made if the key has no state; nil once the
-// keyed pool is closed.
+// hotKey is one P's entry of Keyed.hot, on cache lines of its own.
+type hotKey[K comparable, T any] struct {
+	_   cacheline.Pad
+	key K
+	p   *Pool[T]
+	_   cacheline.Pad
+}
+
+// member returns key's pool: this P's last one if key was its last key,
+// else lookup's.
 func (k *Keyed[K, T]) member(key K) *Pool[T] {
-	if p := (*k.table.Load())[key]; p != nil {
-		return p
+	pid := shard.Enter()
+	if uint(pid) < uint(len(k.hot)) {
+		if h := &k.hot[pid]; h.p != nil && h.key == key {
+			p := h.p
+			shard.Exit()
+			return p
+		}
 	}
-	return k.add(key)
+	shard.Exit()
+	return k.lookup(key)
+}
+
+// lookup returns key's pool from the table, made if the key has no state,
+// and makes it this P's last one; nil once the keyed pool is closed.
+func (k *Keyed[K, T]) lookup(key K) *Pool[T] {
+	p := (*k.table.Load())[key]
+	if p == nil {
+		if p = k.add(key); p == nil {
+			return nil
+		}
+	}
+	pid := shard.Enter()
+	if uint(pid) < uint(len(k.hot)) {
+		h := &k.hot[pid]
+		h.key, h.p = key, p
+	}
+	shard.Exit()
+	return p
 }
 
 // add makes key's pool, unless another goroutine just did.
@@ -247,8 +290,7 @@ func (k *Keyed[K, T]) eachMember(f func(*Pool[T]) bool) {
 // or connected for it while it waits. The lease is a [Lease] like any
 // other. After Close, Acquire returns [ErrClosed]. A nil ctx panics.
 func (k *Keyed[K, T]) Acquire(ctx context.Context, key K) (Lease[T], error) {
-	for {
-		p := k.member(key)
+	for p := k.member(key); ; p = k.lookup(key) {
 		if p == nil {
 			return Lease[T]{}, ErrClosed
 		}
@@ -268,8 +310,7 @@ func (k *Keyed[K, T]) Acquire(ctx context.Context, key K) (Lease[T], error) {
 // is one and nobody waits for one, else [ErrExhausted] at once, after
 // starting a connect if key and the keyed pool have room.
 func (k *Keyed[K, T]) TryAcquire(ctx context.Context, key K) (Lease[T], error) {
-	for {
-		p := k.member(key)
+	for p := k.member(key); ; p = k.lookup(key) {
 		if p == nil {
 			return Lease[T]{}, ErrClosed
 		}
@@ -310,8 +351,7 @@ func (k *Keyed[K, T]) Warm(ctx context.Context, keys ...K) error {
 }
 
 func (k *Keyed[K, T]) warm(ctx context.Context, key K) error {
-	for {
-		p := k.member(key)
+	for p := k.member(key); ; p = k.lookup(key) {
 		if p == nil {
 			return ErrClosed
 		}

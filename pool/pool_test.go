@@ -521,6 +521,49 @@ func (m *releaseCheckMgr) CheckRelease(o *obj) error {
 	return nil
 }
 
+// countingReleaseMgr counts its release checks and refuses none.
+type countingReleaseMgr struct {
+	fakeMgr
+	checks atomic.Int64
+}
+
+func (m *countingReleaseMgr) CheckRelease(*obj) error {
+	m.checks.Add(1)
+	return nil
+}
+
+// A released object that fails the expiry checks (lifetime, uses, Reset)
+// is closed without the manager's release check, as pgxpool closes a
+// connection past its lifetime without asking AfterRelease.
+func TestReleaseCheckSkipsExpiredObjects(t *testing.T) { run(t, testReleaseCheckSkipsExpiredObjects) }
+
+func testReleaseCheckSkipsExpiredObjects(t *testing.T, mode testMode) {
+	m := &countingReleaseMgr{}
+	p := mode.newPool(t, m, pool.Config{MaxSize: 1, MaxLifetime: time.Hour, MaxUses: 3})
+	acquire(t, p).Release()
+	require.EqualValues(t, 1, m.checks.Load(), "a live object is checked")
+
+	l := acquire(t, p)
+	time.Sleep(2 * time.Hour)
+	l.Release()
+	s := settle(t, p)
+	require.EqualValues(t, 1, s.ClosedBy[pool.CloseLifetime])
+	require.EqualValues(t, 1, m.checks.Load(), "an object past its lifetime was checked")
+
+	for range 3 { // the second object's uses
+		acquire(t, p).Release()
+	}
+	require.EqualValues(t, 1, settle(t, p).ClosedBy[pool.CloseUses])
+	require.EqualValues(t, 3, m.checks.Load(), "an object with its uses spent was checked")
+
+	l = acquire(t, p)
+	p.Reset()
+	l.Release()
+	require.EqualValues(t, 1, settle(t, p).ClosedBy[pool.CloseReset])
+	require.EqualValues(t, 3, m.checks.Load(), "an object from before a Reset was checked")
+	require.Zero(t, p.Stats().ClosedBy[pool.CloseReleaseCheck])
+}
+
 // The release-time check; Release after Close; Close off the
 // caller's goroutine.
 func TestReleaseCheckAndReleaseAfterClose(t *testing.T) { run(t, testReleaseCheckAndReleaseAfterClose) }

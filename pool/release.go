@@ -9,7 +9,7 @@ import (
 // Release returns the object to the pool. The lease, and every copy of it,
 // must not be used afterwards: a later use panics, and of two concurrent
 // Releases of one lease exactly one returns the object and the other panics.
-// The object is closed instead if it fails the expiry checks or the
+// The object is closed instead if it fails the expiry checks or (then) the
 // manager's [manager.ReleaseChecker], or if the pool is closed or over its
 // MaxSize (after [Pool.SetMaxSize] shrank it). About one release in 1024 of
 // each object yields the processor ([runtime.Gosched]) once the object is
@@ -105,11 +105,15 @@ func (p *Pool[T]) endLease(e *entry[T], gen uint64) {
 }
 
 // putHeld is put after the lease has ended, on an object the caller holds:
-// the manager's release check, the time stamp, the expiry checks, then
-// giveBack.
+// the expiry checks, the manager's release check (so never asked about an
+// object that expired), the time stamp, then giveBack.
 func (p *Pool[T]) putHeld(e *entry[T]) {
 	if p.cfg.LeakThreshold > 0 {
 		e.leak.Store(nil) // the lease is over; its record held the acquirer's context
+	}
+	if r := p.expired(e); r != 0 {
+		p.discard(e, r)
+		return
 	}
 	if p.relCheck != nil && p.releaseRefused(e) {
 		p.discard(e, reasonReleaseCheck)
@@ -118,10 +122,6 @@ func (p *Pool[T]) putHeld(e *entry[T]) {
 	if tk := p.clock.Load(); e.lastUsed.Load() != tk.ns {
 		e.lastUsed.Store(tk.ns)
 		e.m.LastUsed = tk.at
-	}
-	if r := p.expired(e); r != 0 {
-		p.discard(e, r)
-		return
 	}
 	p.giveBack(e)
 }

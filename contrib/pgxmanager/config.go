@@ -113,7 +113,9 @@ func ParseConfig(connString string) (Config, error) {
 //     connection at a random moment up to this long after its lifetime;
 //     pool.Config takes its jitter off within MaxLifetime, so the pair maps
 //     to Pool.MaxLifetime = lifetime + jitter and Pool.LifetimeJitter =
-//     jitter, which gives the same lifetimes.
+//     jitter, which gives the same lifetimes. A program that sets
+//     Pool.MaxLifetime itself sets LifetimeJitter with it (Open does: see
+//     Open).
 //   - pool_max_conn_idle_time: duration: Pool.MaxIdleTime (default
 //     DefaultMaxIdleTime; 0, as in pgxpool, keeps no idle connection beyond
 //     MinIdle: the smallest positive limit).
@@ -260,35 +262,55 @@ func (d dsnParams) duration(name string) (time.Duration, bool, error) {
 
 // withDefaults returns pc with pgxpool's defaults in its zero fields.
 func withDefaults(pc pool.Config) pool.Config {
-	if pc.MaxSize == 0 {
-		pc.MaxSize = DefaultMaxSize()
-	}
-	if pc.MaxLifetime == 0 {
-		pc.MaxLifetime = DefaultMaxLifetime
-	}
-	if pc.MaxIdleTime == 0 {
-		pc.MaxIdleTime = DefaultMaxIdleTime
-	}
-	if pc.HealthCheckPeriod == 0 {
-		pc.HealthCheckPeriod = DefaultHealthCheckPeriod
-	}
+	fillDefaults(&pc.MaxSize, &pc.MaxLifetime, &pc.MaxIdleTime, &pc.HealthCheckPeriod)
 	return pc
+}
+
+// keyedDefaults is withDefaults for a KeyedPool's configuration.
+func keyedDefaults(kc pool.KeyedConfig) pool.KeyedConfig {
+	fillDefaults(&kc.MaxSize, &kc.MaxLifetime, &kc.MaxIdleTime, &kc.HealthCheckPeriod)
+	return kc
+}
+
+// fillDefaults sets the zero ones of a pool's MaxSize, MaxLifetime,
+// MaxIdleTime and HealthCheckPeriod to pgxpool's defaults.
+func fillDefaults(maxSize *int, lifetime, idleTime, healthCheck *time.Duration) {
+	if *maxSize == 0 {
+		*maxSize = DefaultMaxSize()
+	}
+	if *lifetime == 0 {
+		*lifetime = DefaultMaxLifetime
+	}
+	if *idleTime == 0 {
+		*idleTime = DefaultMaxIdleTime
+	}
+	if *healthCheck == 0 {
+		*healthCheck = DefaultHealthCheckPeriod
+	}
 }
 
 // forPool returns pc as pool.New takes it: a negative (none) MaxLifetime,
 // MaxIdleTime or HealthCheckPeriod becomes pool.Config's zero, which means
 // none there.
 func forPool(pc pool.Config) pool.Config {
-	if pc.MaxLifetime < 0 {
-		pc.MaxLifetime = 0
-	}
-	if pc.MaxIdleTime < 0 {
-		pc.MaxIdleTime = 0
-	}
-	if pc.HealthCheckPeriod < 0 {
-		pc.HealthCheckPeriod = 0
-	}
+	noneToZero(&pc.MaxLifetime, &pc.MaxIdleTime, &pc.HealthCheckPeriod)
 	return pc
+}
+
+// forKeyed is forPool for pool.NewKeyed's configuration.
+func forKeyed(kc pool.KeyedConfig) pool.KeyedConfig {
+	noneToZero(&kc.MaxLifetime, &kc.MaxIdleTime, &kc.HealthCheckPeriod)
+	return kc
+}
+
+// noneToZero sets each negative duration (none, in PoolConfig's and
+// KeyedPoolConfig's terms) to 0 (none, in the pool's).
+func noneToZero(ds ...*time.Duration) {
+	for _, d := range ds {
+		if *d < 0 {
+			*d = 0
+		}
+	}
 }
 
 // override sets each field of *dst to the same field of src where src's is

@@ -164,6 +164,46 @@ func TestOpenPrecedence(t *testing.T) {
 	require.ErrorIs(t, err, pool.ErrInvalidConfig, "pool.New still validates")
 }
 
+// Open's explicit lifetime wins over the connection string's lifetime and
+// jitter together: pool_max_conn_lifetime_jitter is a spread after
+// pool_max_conn_lifetime, so it goes with the lifetime it spreads, and a
+// pool.Config that sets MaxLifetime or LifetimeJitter gives the pool's
+// lifetimes in pool.Config's own terms. Without either, the string's pair
+// holds.
+func TestOpenExplicitLifetimeReplacesTheStringsLifetimeAndJitter(t *testing.T) {
+	const dsn = "postgres://u@127.0.0.1:1/db?pool_max_conn_lifetime=1h30m&pool_max_conn_lifetime_jitter=10m"
+	lifetime := func(t *testing.T, conn string, pc pool.Config) (maxLifetime, jitter time.Duration) {
+		t.Helper()
+		p, err := pgxmanager.Open(conn, pc)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, p.Close(context.Background())) }()
+		c := p.Config().Pool
+		return c.MaxLifetime, c.LifetimeJitter
+	}
+	for _, tc := range []struct {
+		name         string
+		conn         string
+		pc           pool.Config
+		life, jitter time.Duration
+	}{
+		{"the string's pair", dsn, pool.Config{}, 100 * time.Minute, 10 * time.Minute},
+		{"MaxLifetime", dsn, pool.Config{MaxLifetime: 20 * time.Minute}, 20 * time.Minute, 0},
+		{"LifetimeJitter", dsn, pool.Config{LifetimeJitter: 2 * time.Minute}, 90 * time.Minute, 2 * time.Minute},
+		{"both", dsn, pool.Config{MaxLifetime: 20 * time.Minute, LifetimeJitter: time.Minute}, 20 * time.Minute, time.Minute},
+		{"no lifetime", dsn, pool.Config{MaxLifetime: -1}, -1, 0},
+		{"no lifetime over the string's jitter alone", "postgres://u@127.0.0.1:1/db?pool_max_conn_lifetime_jitter=5m",
+			pool.Config{MaxLifetime: -1}, -1, 0},
+		{"LifetimeJitter over the default lifetime", "postgres://u@127.0.0.1:1/db?pool_max_conn_lifetime_jitter=5m",
+			pool.Config{LifetimeJitter: time.Minute}, time.Hour, time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			life, jitter := lifetime(t, tc.conn, tc.pc)
+			assert.Equal(t, tc.life, life, "MaxLifetime")
+			assert.Equal(t, tc.jitter, jitter, "LifetimeJitter")
+		})
+	}
+}
+
 // Config returns what OpenConfig opens the same pool with: defaults filled
 // in, "none" kept as a negative value, a copy the caller may change.
 func TestConfigRoundTrips(t *testing.T) {

@@ -21,6 +21,14 @@
 // and connection-string parameters (pool_max_conns and the others, see
 // ParsePoolConfig); NewPool puts one over any pool of *pgx.Conn.
 //
+// KeyedPool is the facade for many databases or roles (a tenant's each)
+// under one budget: a pool.Keyed[K, *pgx.Conn], whose MaxSize bounds the
+// connections of all keys together, exactly, and whose keys take room from
+// each other's idle connections as their load asks. OpenKeyed makes one
+// from a function that gives each key's pgx.ConnConfig, with a Manager's
+// checks and hooks for every key's connections and pgxpool's defaults;
+// For(key) returns the key's DB, with Pool's query methods.
+//
 // # Moving from pgxpool
 //
 // The query methods have pgxpool.Pool's signatures; what changes is how the

@@ -1,6 +1,7 @@
 package pgxmanager_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -167,6 +168,7 @@ func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string))
 type faultConn struct {
 	*net.TCPConn
 	writes     atomic.Int64 // Write calls
+	terminates atomic.Int64 // Terminate messages (a connection's goodbye) written to the socket
 	slowWrite  atomic.Int64 // nanoseconds each Write sleeps after writing
 	swallow    atomic.Bool  // writes report success and send nothing
 	fail       atomic.Bool  // writes send nothing and fail (EPIPE: as after the peer's reset)
@@ -259,11 +261,17 @@ func (c *faultConn) Write(p []byte) (int, error) {
 		return 0, &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}
 	}
 	n, err := c.TCPConn.Write(p)
+	if err == nil && bytes.HasSuffix(p, terminateMsg) {
+		c.terminates.Add(1)
+	}
 	if d := c.slowWrite.Load(); d > 0 {
 		time.Sleep(time.Duration(d))
 	}
 	return n, err
 }
+
+// terminateMsg is the protocol's Terminate message, the last a client sends.
+var terminateMsg = []byte{'X', 0, 0, 0, 4}
 
 func (c *faultConn) SetDeadline(t time.Time) error {
 	c.setWriteDeadline(t)

@@ -252,6 +252,29 @@ func TestAfterReleaseSkipsConnectionsAlreadyRefused(t *testing.T) {
 	waitClosed(t, p, pool.CloseReleaseCheck, 1)
 }
 
+// AfterRelease is not asked about a connection released past its lifetime,
+// which is closed without it, as pgxpool closes one. The pool's clock has
+// passed the first connection's lifetime once the maintainer has closed
+// the second, connected later, for its own.
+func TestAfterReleaseSkipsExpiredConnections(t *testing.T) {
+	cfg := poolConfig(t, uniqueName(t))
+	cfg.Pool.MaxSize, cfg.Pool.MaxLifetime = 2, 250*time.Millisecond
+	var asked atomic.Int32
+	cfg.AfterRelease = func(*pgx.Conn) bool { asked.Add(1); return true }
+	p := openConfig(t, cfg)
+	ctx := ctxFor(t, 10*time.Second)
+	first, err := p.Acquire(ctx)
+	require.NoError(t, err)
+	second, err := p.Acquire(ctx)
+	require.NoError(t, err)
+	second.Release()
+	require.EqualValues(t, 1, asked.Load(), "a connection within its lifetime is asked about")
+	waitClosed(t, p, pool.CloseLifetime, 1) // the second, idle
+	first.Release()
+	waitClosed(t, p, pool.CloseLifetime, 2)
+	assert.EqualValues(t, 1, asked.Load(), "AfterRelease was asked about an expired connection")
+}
+
 // BeforeClose sees every connection before it is closed, here closed by
 // Reset; a panic in it is recovered and the connection is closed anyway.
 func TestBeforeCloseSeesEachClosedConnection(t *testing.T) {

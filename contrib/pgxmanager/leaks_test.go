@@ -27,7 +27,17 @@ type (
 	panicInt64 struct{}
 	// panicScanner panics when pgx scans a value into it.
 	panicScanner struct{}
+	// nilPanicValuer's Value, on the pointer, panics when called on nil,
+	// as pgx calls it (database/sql's rule).
+	nilPanicValuer struct{}
 )
+
+func (v *nilPanicValuer) Value() (driver.Value, error) {
+	if v == nil {
+		panic("nil valuer boom")
+	}
+	return nil, nil
+}
 
 func (panicValuer) Value() (driver.Value, error)    { panic("valuer boom") }
 func (panicInt64) Int64Value() (pgtype.Int8, error) { panic("codec boom") }
@@ -73,12 +83,19 @@ func (s *panicSource) Err() error {
 // back (released, or destroyed and replaceable) and answers a query.
 func requireUsable(t *testing.T, p *pgxmanager.Pool, after string) {
 	t.Helper()
+	requireAnswers(t, p, p.Stats, after)
+}
+
+// requireAnswers fails the test unless db answers a query and, after it,
+// stats counts no connection leased.
+func requireAnswers(t *testing.T, db dbtx, stats func() pool.Stats, after string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var n int
-	require.NoError(t, p.QueryRow(ctx, "SELECT 41 + 1").Scan(&n), "the pool is not usable after %s", after)
+	require.NoError(t, db.QueryRow(ctx, "SELECT 41 + 1").Scan(&n), "the pool is not usable after %s", after)
 	require.Equal(t, 42, n)
-	requireNoneLeased(t, p, after)
+	require.Zero(t, stats().Leased, "a connection still leased after %s", after)
 }
 
 // failure is one way a call on a pooled connection can go wrong; destroyed
@@ -256,29 +273,50 @@ func failures() []failure {
 			assert.ErrorIs(t, tx.Rollback(ctx), pgx.ErrTxClosed, "the transaction's connection was destroyed")
 		}},
 
-		// Panics in CopyFrom's source, which pgx reads on a goroutine of its own.
-		{"CopyFrom/source Next panic", true, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
+		// Panics in CopyFrom's source and in the Value of its rows' driver.Valuers,
+		// which pgx calls on a goroutine of its own: the facade catches them
+		// there, pgx ends the copy as for an error, and the connection, in a
+		// known state, is released before the panic goes on.
+		{"CopyFrom/source Next panic", false, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
 			require.PanicsWithValue(t, "source Next boom", func() {
 				_, _ = p.CopyFrom(ctx, pgx.Identifier{"pgxm_copy"}, []string{"n"}, &panicSource{at: "Next"})
 			})
 		}},
-		{"CopyFrom/source Values panic", true, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
+		{"CopyFrom/source Values panic", false, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
 			require.PanicsWithValue(t, "source Values boom", func() {
 				_, _ = p.CopyFrom(ctx, pgx.Identifier{"pgxm_copy"}, []string{"n"}, &panicSource{at: "Values"})
 			})
 		}},
-		{"CopyFrom/source Err panic", true, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
+		{"CopyFrom/source Err panic", false, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
 			require.PanicsWithValue(t, "source Err boom", func() {
 				_, _ = p.CopyFrom(ctx, pgx.Identifier{"pgxm_copy"}, []string{"n"}, &panicSource{at: "Err"})
 			})
 		}},
-		{"CopyFrom/source panic in a transaction", true, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
+		{"CopyFrom/Valuer panic in a row", false, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
+			require.PanicsWithValue(t, "valuer boom", func() {
+				_, _ = p.CopyFrom(ctx, pgx.Identifier{"pgxm_copy"}, []string{"n"}, pgx.CopyFromRows([][]any{{1}, {panicValuer{}}, {3}}))
+			})
+		}},
+		{"CopyFrom/nil pointer Valuer panic in a row", false, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
+			require.PanicsWithValue(t, "nil valuer boom", func() {
+				_, _ = p.CopyFrom(ctx, pgx.Identifier{"pgxm_copy"}, []string{"n"}, pgx.CopyFromRows([][]any{{(*nilPanicValuer)(nil)}}))
+			})
+		}},
+		{"CopyFrom/source panic in a transaction", false, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
 			tx, err := p.Begin(ctx)
 			require.NoError(t, err)
 			require.PanicsWithValue(t, "source Values boom", func() {
 				_, _ = tx.CopyFrom(ctx, pgx.Identifier{"pgxm_copy"}, []string{"n"}, &panicSource{at: "Values"})
 			})
-			assert.ErrorIs(t, tx.Rollback(ctx), pgx.ErrTxClosed)
+			assert.NoError(t, tx.Rollback(ctx), "the transaction, failed by the copy, rolls back")
+		}},
+		{"CopyFrom/Valuer panic in a transaction", false, func(t *testing.T, ctx context.Context, p *pgxmanager.Pool) {
+			tx, err := p.Begin(ctx)
+			require.NoError(t, err)
+			require.PanicsWithValue(t, "valuer boom", func() {
+				_, _ = tx.CopyFrom(ctx, pgx.Identifier{"pgxm_copy"}, []string{"n"}, pgx.CopyFromRows([][]any{{panicValuer{}}}))
+			})
+			assert.NoError(t, tx.Rollback(ctx))
 		}},
 
 		// Panics in functions run with a connection.
@@ -349,36 +387,65 @@ func (failingInt4) DecodeValue(*pgtype.Map, uint32, int16, []byte) (any, error) 
 func TestNoFailureLosesOrPoisonsTheConnection(t *testing.T) {
 	for _, f := range failures() {
 		t.Run(f.name, func(t *testing.T) {
-			name := uniqueName(t)
-			cfg := config(t, name)
-			cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-				c.TypeMap().RegisterType(&pgtype.Type{Name: "int4", OID: pgtype.Int4OID, Codec: failingInt4{}})
-				_, err := c.Exec(ctx, "CREATE TEMP TABLE pgxm_copy (n int4)")
-				return err
-			}
-			pp, err := pool.New[*pgx.Conn](newManager(t, cfg), pool.Config{MaxSize: 1})
+			pp, err := pool.New[*pgx.Conn](newManager(t, failureConfig(t)), pool.Config{MaxSize: 1})
 			require.NoError(t, err)
 			p := pgxmanager.NewPool(pp, pgxmanager.Options{})
-			ctx := ctxFor(t, 20*time.Second)
-			requireUsable(t, p, "its first query")
-			before := p.Stats()
-
-			f.run(t, ctx, p)
-			requireUsable(t, p, f.name)
-			s := p.Stats()
-			destroyed := s.ClosedBy[pool.CloseDestroy] + s.ClosedBy[pool.CloseReleaseCheck] -
-				before.ClosedBy[pool.CloseDestroy] - before.ClosedBy[pool.CloseReleaseCheck]
-			if f.destroyed {
-				assert.EqualValues(t, 1, destroyed, "the connection was not destroyed")
-			} else {
-				assert.Zero(t, destroyed, "a connection fit for reuse was destroyed")
-			}
-
-			closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			require.NoError(t, p.Close(closeCtx), "Close waits for a connection never given back")
+			runFailure(t, f, failureTarget{
+				p:      p,
+				usable: func(t *testing.T, after string) { requireUsable(t, p, after) },
+				stats:  p.Stats,
+				close:  p.Close,
+			})
 		})
 	}
+}
+
+// failureConfig is the Config of the pools the failures run on: the test
+// server's, with pgxm_copy (for CopyFrom) and the failing int4 codec (for
+// Values) on every connection.
+func failureConfig(t *testing.T) pgxmanager.Config {
+	t.Helper()
+	cfg := config(t, uniqueName(t))
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		c.TypeMap().RegisterType(&pgtype.Type{Name: "int4", OID: pgtype.Int4OID, Codec: failingInt4{}})
+		_, err := c.Exec(ctx, "CREATE TEMP TABLE pgxm_copy (n int4)")
+		return err
+	}
+	return cfg
+}
+
+// failureTarget is a pool of one connection, seen through the Pool p that
+// a failure runs on.
+type failureTarget struct {
+	p      *pgxmanager.Pool
+	usable func(t *testing.T, after string) // fails the test unless the pool has its connection back and answers
+	stats  func() pool.Stats
+	close  func(context.Context) error
+}
+
+// runFailure runs f on the target's Pool and checks that the pool is
+// usable after it, that the connection was destroyed if and only if f says
+// so, and that the pool closes.
+func runFailure(t *testing.T, f failure, target failureTarget) {
+	t.Helper()
+	ctx := ctxFor(t, 20*time.Second)
+	target.usable(t, "its first query")
+	before := target.stats()
+
+	f.run(t, ctx, target.p)
+	target.usable(t, f.name)
+	s := target.stats()
+	destroyed := s.ClosedBy[pool.CloseDestroy] + s.ClosedBy[pool.CloseReleaseCheck] -
+		before.ClosedBy[pool.CloseDestroy] - before.ClosedBy[pool.CloseReleaseCheck]
+	if f.destroyed {
+		assert.EqualValues(t, 1, destroyed, "the connection was not destroyed")
+	} else {
+		assert.Zero(t, destroyed, "a connection fit for reuse was destroyed")
+	}
+
+	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, target.close(closeCtx), "Close waits for a connection never given back")
 }
 
 // A batch callback's error fails the batch and releases the connection.

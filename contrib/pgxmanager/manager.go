@@ -70,7 +70,9 @@ type Config struct {
 	ShouldPing func(ctx context.Context, p ShouldPingParams) bool
 	// AfterRelease, if set, runs in CheckRelease on each connection released
 	// in a reusable state, on the releasing goroutine: false closes the
-	// connection instead of pooling it.
+	// connection instead of pooling it. As in pgxpool, it is not asked about
+	// a connection released past its lifetime (pool.Config.MaxLifetime),
+	// which the pool closes without asking the Manager.
 	AfterRelease func(c *pgx.Conn) bool
 	// BeforeClose, if set, runs in Close before each connection is closed.
 	BeforeClose func(c *pgx.Conn)
@@ -143,9 +145,16 @@ func invalid(format string, args ...any) error {
 // New returns a Manager for cfg. It returns an error matching
 // ErrInvalidConfig, naming the field, if cfg is invalid.
 func New(cfg Config) (*Manager, error) {
-	switch {
-	case cfg.ConnConfig == nil:
+	if cfg.ConnConfig == nil {
 		return nil, invalid("ConnConfig is nil (use ParseConfig or pgx.ParseConfig)")
+	}
+	return newManager(cfg)
+}
+
+// newManager is New for a Manager that may have no ConnConfig: a keyed
+// one's connections each take their key's (see OpenKeyed).
+func newManager(cfg Config) (*Manager, error) {
+	switch {
 	case cfg.PingTimeout < 0:
 		return nil, invalid("PingTimeout must be >= 0, got %v", cfg.PingTimeout)
 	case cfg.CloseTimeout < 0:
@@ -153,10 +162,8 @@ func New(cfg Config) (*Manager, error) {
 	case cfg.CleanupTimeout < 0:
 		return nil, invalid("CleanupTimeout must be >= 0, got %v", cfg.CleanupTimeout)
 	}
-	for _, name := range poolParams {
-		if _, ok := cfg.ConnConfig.RuntimeParams[name]; ok {
-			return nil, invalid("ConnConfig.RuntimeParams has %s, a pgxpool parameter the server would refuse (parse the connection string with ParseConfig or ParsePoolConfig)", name)
-		}
+	if name, ok := poolParam(cfg.ConnConfig); ok {
+		return nil, invalid("ConnConfig.RuntimeParams has %s, %s", name, poolParamAdvice)
 	}
 	if cfg.PingAfter == 0 {
 		cfg.PingAfter = DefaultPingAfter
@@ -168,6 +175,25 @@ func New(cfg Config) (*Manager, error) {
 		cfg.CloseTimeout = DefaultCloseTimeout
 	}
 	return &Manager{cfg: cfg, pings: make(map[*pgx.Conn]*ping)}, nil
+}
+
+// poolParamAdvice ends the error of a ConnConfig that holds a pgxpool
+// parameter among its run-time parameters.
+const poolParamAdvice = "a pgxpool parameter the server would refuse (parse the connection string with ParseConfig or ParsePoolConfig)"
+
+// poolParam returns the first of pgxpool's parameters (poolParams) that cc,
+// if not nil, holds among its run-time parameters, which pgx.ParseConfig
+// leaves there.
+func poolParam(cc *pgx.ConnConfig) (string, bool) {
+	if cc == nil {
+		return "", false
+	}
+	for _, name := range poolParams {
+		if _, ok := cc.RuntimeParams[name]; ok {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // ForcedCloses returns how many Close calls closed a connection's socket
@@ -183,7 +209,12 @@ func (m *Manager) ForcedCloses() uint64 { return m.forced.Load() }
 // error, or a hook's wrapped; after AfterConnect fails, the connection is
 // closed first.
 func (m *Manager) Connect(ctx context.Context) (*pgx.Conn, error) {
-	cc := m.cfg.ConnConfig
+	return m.connect(ctx, m.cfg.ConnConfig)
+}
+
+// connect is Connect with the connection configuration cc, which it does
+// not modify.
+func (m *Manager) connect(ctx context.Context, cc *pgx.ConnConfig) (*pgx.Conn, error) {
 	if m.cfg.BeforeConnect != nil {
 		cc = cc.Copy()
 		if err := guard("BeforeConnect", func() error { return m.cfg.BeforeConnect(ctx, cc) }); err != nil {
@@ -244,9 +275,10 @@ var doneCtx = func() context.Context {
 // goroutine of its own, for at most PingTimeout. The next Recycle or Close
 // of that connection collects the ping before anything else touches the
 // connection: Recycle waits for it (under its own ctx) and goes on if the
-// server answered, or refuses the connection if not; Close cuts it short.
-// So the connection is never used by two parties, and a server that answers
-// late costs no connection.
+// server answered, or refuses the connection if not; Close cuts it short
+// if the server has not answered yet (see Close). So the connection is
+// never used by two parties, and a server that answers late costs no
+// connection.
 //
 // The peek is safe with pgconn's background reader. pgconn starts that
 // reader when a write is slow (15 ms) and stops it only after its next read
@@ -395,8 +427,14 @@ func checkState(c *pgx.Conn) error {
 }
 
 // Close closes c, after BeforeClose: a Terminate message, then the socket,
-// within CloseTimeout. A ping that a Recycle left running on c is cut short
-// first.
+// within CloseTimeout.
+//
+// A ping that a Recycle left on c (see Recycle) is collected first. If the
+// server has answered it, c is closed as any other connection. If the ping
+// still waits for the server, which has then left it unanswered since its
+// acquirer gave up, Close cuts it short by closing the socket, then runs
+// BeforeClose on the connection the cut closed; ForcedCloses counts the
+// cut, which is not an error of Close's.
 //
 // A connection pgconn already closed on an error (a query cut short by its
 // context, a broken socket) may still be cleaning up on a goroutine of
@@ -409,19 +447,54 @@ func checkState(c *pgx.Conn) error {
 // answering (frozen, partitioned) beyond CleanupTimeout, and the socket is
 // closed before it is freed.
 func (m *Manager) Close(c *pgx.Conn) error {
-	pc := c.PgConn()
+	cut := false
 	if m.parked.Load() != 0 {
 		if p := m.unpark(c); p != nil {
-			p.cancel()
-			_ = pc.Conn().Close() // ends the ping's read whatever pgconn's context handler does
-			<-p.done
+			cut = p.collect(c.PgConn())
 		}
 	}
 	var hookErr error
 	if m.cfg.BeforeClose != nil {
 		hookErr = guard("BeforeClose", func() error { m.cfg.BeforeClose(c); return nil })
 	}
+	if cut {
+		m.closeCut(c)
+		return hookErr
+	}
 	return errors.Join(hookErr, m.closeConn(c))
+}
+
+// collect ends p, a ping parked on the connection pc, for Close, and
+// reports whether it cut the ping short. An ended ping (answered, or
+// failed, which closed pc) leaves pc as the ping left it. One still waiting
+// for the server is cut: its context ends, and the socket is closed, which
+// ends its read whatever pgconn's context handler does.
+func (p *ping) collect(pc *pgconn.PgConn) (cut bool) {
+	select {
+	case <-p.done:
+		return false
+	default:
+	}
+	p.cancel()
+	_ = pc.Conn().Close()
+	<-p.done
+	return true
+}
+
+// closeCut is Close's end of a connection whose socket Close closed to cut
+// its ping short: no goodbye can reach the server, and the close is forced.
+func (m *Manager) closeCut(c *pgx.Conn) {
+	m.forced.Add(1)
+	pc := c.PgConn()
+	if pc.IsClosed() { // the usual case: the cut failed the ping, and pgconn closed pc
+		m.awaitCleanup(pc) // under CleanupTimeout, for the cancel request of the ping
+		return
+	}
+	// The answer came in just before the cut: pgconn still holds pc open.
+	// Its Close marks it closed; the Terminate it writes fails on the
+	// closed socket, as does its own close of the socket (the error is the
+	// cut's, not the connection's).
+	_ = c.Close(context.Background())
 }
 
 // closeConn is Close's goodbye, bounded by CloseTimeout, or for a
@@ -429,7 +502,9 @@ func (m *Manager) Close(c *pgx.Conn) error {
 func (m *Manager) closeConn(c *pgx.Conn) error {
 	pc := c.PgConn()
 	if pc.IsClosed() {
-		m.awaitCleanup(pc)
+		if !m.awaitCleanup(pc) {
+			m.forced.Add(1)
+		}
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CloseTimeout)
@@ -442,11 +517,12 @@ func (m *Manager) closeConn(c *pgx.Conn) error {
 }
 
 // awaitCleanup waits up to CleanupTimeout for pgconn's clean-up of pc,
-// which pgconn closed, then closes the socket if the clean-up goes on.
-func (m *Manager) awaitCleanup(pc *pgconn.PgConn) {
+// which pgconn closed, and reports whether it ended; if not, it closes the
+// socket, which ends pgconn's drain of it (its cancel request goes on).
+func (m *Manager) awaitCleanup(pc *pgconn.PgConn) (ended bool) {
 	select {
 	case <-pc.CleanupDone():
-		return
+		return true
 	default:
 	}
 	if d := m.cfg.CleanupTimeout; d > 0 {
@@ -454,10 +530,10 @@ func (m *Manager) awaitCleanup(pc *pgconn.PgConn) {
 		defer t.Stop()
 		select {
 		case <-pc.CleanupDone():
-			return
+			return true
 		case <-t.C:
 		}
 	}
-	_ = pc.Conn().Close() // ends pgconn's drain of the socket; its cancel request goes on
-	m.forced.Add(1)
+	_ = pc.Conn().Close()
+	return false
 }

@@ -3,6 +3,7 @@ package pgxmanager_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,13 +18,16 @@ import (
 
 // pingingPool returns a pool of one connection whose every reuse pings
 // (ShouldPing: always), over faultConns, and the first connection's
-// faultConn once it is made.
-func pingingPool(t *testing.T, pingTimeout time.Duration) (*pgxmanager.Pool, *pgx.Conn, *faultConn) {
+// faultConn once it is made. Each of opts may change the Config first.
+func pingingPool(t *testing.T, pingTimeout time.Duration, opts ...func(*pgxmanager.Config)) (*pgxmanager.Pool, *pgx.Conn, *faultConn) {
 	t.Helper()
 	cfg := config(t, uniqueName(t))
 	conns := dialFaulty(cfg)
 	cfg.ShouldPing = func(context.Context, pgxmanager.ShouldPingParams) bool { return true }
 	cfg.PingTimeout = pingTimeout
+	for _, o := range opts {
+		o(&cfg)
+	}
 	p, err := pgxmanager.OpenConfig(&pgxmanager.PoolConfig{Config: cfg, Pool: pool.Config{MaxSize: 1}})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -143,10 +147,15 @@ func TestStalledPingClosesTheConnectionWithoutItsAcquirer(t *testing.T) {
 	assert.EqualValues(t, 1, s.ClosedBy[pool.CloseRecycle])
 }
 
-// Closing the pool cuts short a ping that an acquirer left: Close does not
-// wait for PingTimeout (a minute here; the cleanup's bound is 10 s).
+// Closing the pool cuts short a ping that an acquirer left and the server
+// has not answered: Close does not wait for PingTimeout (a minute here; the
+// cleanup's bound is 10 s). The cut is a forced close, not a close error,
+// and BeforeClose still runs, once the ping is over.
 func TestCloseCutsShortALeftPing(t *testing.T) {
-	p, first, fc := pingingPool(t, time.Minute)
+	var hooked atomic.Int32
+	p, first, fc := pingingPool(t, time.Minute, func(cfg *pgxmanager.Config) {
+		cfg.BeforeClose = func(*pgx.Conn) { hooked.Add(1) }
+	})
 	release := fc.holdReads()
 	defer release()
 	require.ErrorIs(t, cancelledDuringPing(t, p, fc), context.Canceled)
@@ -154,6 +163,52 @@ func TestCloseCutsShortALeftPing(t *testing.T) {
 	defer cancel()
 	require.NoError(t, p.Close(ctx))
 	assert.True(t, first.IsClosed())
+	assert.EqualValues(t, 1, hooked.Load(), "BeforeClose runs on a connection whose ping was cut")
+	assert.Zero(t, p.Stats().CloseErrors, "the cut Close made is no close error")
+	assert.EqualValues(t, 1, p.Stat().ForcedCloseCount(), "the cut is a forced close")
+	assert.EqualValues(t, 1, fc.maxReading.Load(), "two parties read the connection at once")
+}
+
+// A ping that outlived its acquirer and that the server answered leaves a
+// good connection, which Close closes as any other: BeforeClose on the open
+// socket, then the goodbye (a Terminate reaches the socket), with no close
+// error and no forced close.
+func TestCloseAfterAnAnsweredLeftPingSaysGoodbye(t *testing.T) {
+	socketOpen := make(chan bool, 1) // in BeforeClose
+	p, first, fc := pingingPool(t, 10*time.Second, func(cfg *pgxmanager.Config) {
+		cfg.BeforeClose = func(c *pgx.Conn) {
+			select {
+			case <-c.PgConn().Conn().(*faultConn).closed:
+				socketOpen <- false
+			default:
+				socketOpen <- true
+			}
+		}
+	})
+	release := fc.holdReads()
+	require.ErrorIs(t, cancelledDuringPing(t, p, fc), context.Canceled)
+	answered := pgxmanager.ParkedPing(p, first)
+	require.NotNil(t, answered, "no ping is parked on the connection")
+	release()
+	select {
+	case <-answered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server never answered the left ping")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, p.Close(ctx))
+	assert.True(t, first.IsClosed())
+	select {
+	case open := <-socketOpen:
+		assert.True(t, open, "BeforeClose ran on a connection whose socket was already closed")
+	default:
+		t.Fatal("BeforeClose did not run")
+	}
+	assert.EqualValues(t, 1, fc.terminates.Load(), "no goodbye reached the socket")
+	assert.Zero(t, p.Stats().CloseErrors)
+	assert.Zero(t, p.Stat().ForcedCloseCount())
 }
 
 // A connection that pgconn has closed is refused by Recycle with an error

@@ -24,10 +24,14 @@ import (
 // A connection is released by these methods, and the Manager's
 // CheckRelease closes one left closed, busy or in a transaction. A panic in
 // the middle of a call on a connection (a driver.Valuer or codec encoding an
-// argument, a Scanner, a batch's callback, a CopyFromSource, the function
-// of AcquireFunc) destroys the connection, whose protocol state is then
-// unknown, and goes on to the caller; the Rows, Row or BatchResults it came
-// from are closed with an error matching ErrPanicked. (A panic in the body
+// argument, a Scanner, a batch's callback, the function of AcquireFunc)
+// destroys the connection, whose protocol state is then unknown, and goes
+// on to the caller; the Rows, Row or BatchResults it came from are closed
+// with an error matching ErrPanicked. CopyFrom's source is read, and its
+// rows encoded, on a goroutine of pgx's: the facade contains the panics of
+// the source's methods and of its rows' driver.Valuers there, releases the
+// connection, and panics on the caller's goroutine; other code pgx runs
+// there to encode a row is not guarded (see CopyFrom). (A panic in the body
 // of pgx.BeginFunc ends with the Rollback that BeginFunc defers: a
 // connection that cannot roll back is closed by pgx, then refused on
 // release.)
@@ -43,12 +47,21 @@ import (
 // has moved on by the time the error is known), nor does anything once the
 // call's context has ended. Options.DisableRetry turns retries off.
 type Pool struct {
-	p       *pool.Pool[*pgx.Conn]
-	m       *Manager    // the Manager OpenConfig made; nil from NewPool
-	cfg     *PoolConfig // what Config returns copies of; never written after it is made
+	p       *pool.Pool[*pgx.Conn] // nil in a DB's Pool
+	src     source                // where Acquire takes connections from: p, or a DB's key's
+	m       *Manager              // the Manager OpenConfig made; nil from NewPool
+	cfg     *PoolConfig           // what Config returns copies of; never written after it is made
 	prepare func(context.Context, *pgx.Conn) (bool, error)
 	retry   bool
-	retries atomic.Int64
+	retries *atomic.Int64 // shared by the DBs of a KeyedPool
+}
+
+// source is what a Pool's query methods take their connections from: a
+// pool.Pool, or one key's connections of a pool.Keyed (a DB's).
+type source interface {
+	Acquire(ctx context.Context) (pool.Lease[*pgx.Conn], error)
+	// Stats' MaxSize bounds PrepareConn's refusals in one call.
+	Stats() pool.Stats
 }
 
 // NewPool returns a Pool over p, whatever its Manager, with the facade's
@@ -59,7 +72,14 @@ func NewPool(p *pool.Pool[*pgx.Conn], opts Options) *Pool {
 	if p == nil {
 		panic("pgxmanager: NewPool: nil pool")
 	}
-	fp := &Pool{p: p, cfg: &PoolConfig{Options: opts}, retry: !opts.DisableRetry}
+	fp := facade(opts)
+	fp.p, fp.src = p, p
+	return fp
+}
+
+// facade returns a Pool with the facade's options opts and no source yet.
+func facade(opts Options) *Pool {
+	fp := &Pool{cfg: &PoolConfig{Options: opts}, retry: !opts.DisableRetry, retries: new(atomic.Int64)}
 	switch {
 	case opts.PrepareConn != nil:
 		fp.prepare = opts.PrepareConn
@@ -75,10 +95,27 @@ func NewPool(p *pool.Pool[*pgx.Conn], opts Options) *Pool {
 // configuration it gives (pc wins over the connection string, which wins
 // over pgxpool's defaults), and opens the Pool with OpenConfig. Open(dsn,
 // pool.Config{}) is pgxpool.New(ctx, dsn).
+//
+// The lifetime is one setting: if pc sets MaxLifetime or LifetimeJitter,
+// pc's pair, in pool.Config's terms (the jitter taken off within
+// MaxLifetime), replaces the connection string's pool_max_conn_lifetime and
+// pool_max_conn_lifetime_jitter together. Of the pair, a zero
+// LifetimeJitter means none, and a zero MaxLifetime the string's
+// pool_max_conn_lifetime (else DefaultMaxLifetime), without the string's
+// jitter. So a MaxLifetime in pc is the longest a connection lives,
+// whatever jitter the string gives.
 func Open(connString string, pc pool.Config) (*Pool, error) {
 	cfg, err := ParsePoolConfig(connString)
 	if err != nil {
 		return nil, err
+	}
+	if pc.MaxLifetime != 0 || pc.LifetimeJitter != 0 {
+		// The string's jitter goes with the string's lifetime, to which
+		// ParsePoolConfig added it.
+		if cfg.Pool.MaxLifetime > 0 {
+			cfg.Pool.MaxLifetime -= cfg.Pool.LifetimeJitter
+		}
+		cfg.Pool.LifetimeJitter = 0
 	}
 	override(&cfg.Pool, pc)
 	return OpenConfig(cfg)
@@ -149,7 +186,7 @@ var errTooManyRefusals = errors.New("pgxmanager: too many failed attempts acquir
 // used afterwards.
 func (p *Pool) Acquire(ctx context.Context) (pool.Lease[*pgx.Conn], error) {
 	if p.prepare == nil {
-		return p.p.Acquire(ctx)
+		return p.src.Acquire(ctx)
 	}
 	return p.acquirePrepared(ctx)
 }
@@ -160,13 +197,13 @@ func (p *Pool) acquirePrepared(ctx context.Context) (pool.Lease[*pgx.Conn], erro
 	for refusals := 0; ; refusals++ {
 		if refusals > 0 {
 			if limit == 0 {
-				limit = p.p.Stats().MaxSize + 1
+				limit = p.src.Stats().MaxSize + 1
 			}
 			if refusals >= limit {
 				return none, errTooManyRefusals
 			}
 		}
-		l, err := p.p.Acquire(ctx)
+		l, err := p.src.Acquire(ctx)
 		if err != nil {
 			return none, err
 		}
@@ -370,19 +407,30 @@ func beginOn(ctx context.Context, l pool.Lease[*pgx.Conn], opts pgx.TxOptions) (
 }
 
 // CopyFrom acquires a connection, runs pgx.Conn.CopyFrom on it and releases
-// it. pgx reads src on a goroutine of its own; a panic there is caught, ends
-// the copy with an error, destroys the connection and goes on from here, on
-// the caller's goroutine.
+// it. pgx reads src, and encodes its rows, on a goroutine of its own, where
+// a panic would end the process. The facade guards the code of src there:
+// a panic in src's Next, Values or Err, or in the Value method of a
+// driver.Valuer that is one of a row's values (the facade calls Value
+// itself, and pgx encodes what it returned), ends the copy as an error of
+// the source would; the connection, in a known state, is released (and
+// closed, as on any release, if pgx closed it or it is not idle), and the
+// panic goes on from here, on the caller's goroutine. A panic in code that
+// pgx itself runs to encode a value (a codec, pgtype's interfaces such as
+// pgtype.Int64Valuer, a fmt.Stringer, a Valuer inside an array, a slice or a
+// composite value) happens on pgx's goroutine and ends the process, as with
+// pgxpool.
 func (p *Pool) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
 	l, err := p.Acquire(ctx)
 	if err != nil {
 		return 0, err
 	}
+	g := &guardedSource{src: src}
 	done := false
 	defer destroyUnless(&done, l)
-	n, err := copyFrom(ctx, l.Value(), table, columns, src)
+	n, err := l.Value().CopyFrom(ctx, table, columns, g)
 	done = true
 	l.Release()
+	g.rethrow()
 	return n, err
 }
 

@@ -2,10 +2,14 @@ package pgxmanager_test
 
 import (
 	"context"
+	"database/sql/driver"
+	"errors"
+	"math/big"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -163,4 +167,81 @@ func TestOpenParsesTheConnectionString(t *testing.T) {
 	require.NoError(t, err, "a zero pool.Config means pgxpool's defaults")
 	defer p0.Close(context.Background())
 	assert.Equal(t, pgxmanager.DefaultMaxSize(), p0.Stats().MaxSize)
+}
+
+// Types whose Value the facade's CopyFrom calls in place of pgx's encoder.
+type (
+	// copyInt's Value is on the type: a nil *copyInt is NULL without a call.
+	copyInt int
+	// copyText's Value is on the pointer: pgx calls it on a nil *copyText.
+	copyText struct{ s string }
+	// copyErr's Value fails.
+	copyErr struct{}
+)
+
+var errCopyValue = errors.New("copy value refused")
+
+func (v copyInt) Value() (driver.Value, error) { return int64(v) * 10, nil }
+
+func (v *copyText) Value() (driver.Value, error) {
+	if v == nil {
+		return "nil pointer", nil
+	}
+	return v.s, nil
+}
+
+func (copyErr) Value() (driver.Value, error) { return nil, errCopyValue }
+
+// The facade's CopyFrom evaluates its rows' driver.Valuers itself (so that
+// their panics are caught): what it copies is what pgx's own CopyFrom
+// copies from the same rows, pgx's own types go to their codecs, and the
+// caller's rows are left as they were. A Value error fails the copy as it
+// fails pgx's (CopyFail, with its message) and releases the connection.
+func TestCopyFromCopiesValuersAsPgxDoes(t *testing.T) {
+	p := openPool(t, uniqueName(t), pool.Config{MaxSize: 1})
+	ctx := ctxFor(t, 30*time.Second)
+	_, err := p.Exec(ctx, "CREATE TEMP TABLE copied (src text, i int4, t text, num numeric)")
+	require.NoError(t, err)
+	rows := func(src string) [][]any {
+		return [][]any{
+			{src, copyInt(4), &copyText{"text"}, pgtype.Numeric{Int: big.NewInt(12345), Exp: -2, Valid: true}},
+			{src, (*copyInt)(nil), (*copyText)(nil), pgtype.Numeric{}},
+			{src, pgtype.Int4{Int32: 7, Valid: true}, "plain", 1.5},
+			{src, 8, pgtype.Text{String: "pgtype", Valid: true}, nil},
+		}
+	}
+	cols := []string{"src", "i", "t", "num"}
+	facade := rows("facade")
+	before := rows("facade")
+	n, err := p.CopyFrom(ctx, pgx.Identifier{"copied"}, cols, pgx.CopyFromRows(facade))
+	require.NoError(t, err)
+	require.EqualValues(t, 4, n)
+	assert.Equal(t, before, facade, "the caller's rows were written")
+	require.NoError(t, p.AcquireFunc(ctx, func(c *pgx.Conn) error {
+		_, err := c.CopyFrom(ctx, pgx.Identifier{"copied"}, cols, pgx.CopyFromRows(rows("pgx")))
+		return err
+	}))
+
+	read := func(src string) []string {
+		r, err := p.Query(ctx, "SELECT concat_ws('|', coalesce(i::text, 'NULL'), coalesce(t, 'NULL'), coalesce(num::text, 'NULL')) FROM copied WHERE src = $1 ORDER BY ctid", src)
+		require.NoError(t, err)
+		got, err := pgx.CollectRows(r, pgx.RowTo[string])
+		require.NoError(t, err)
+		return got
+	}
+	want := []string{"40|text|123.45", "NULL|nil pointer|NULL", "7|plain|1.5", "8|pgtype|NULL"}
+	assert.Equal(t, want, read("pgx"), "pgx's own CopyFrom")
+	assert.Equal(t, want, read("facade"))
+
+	failing := [][]any{{"err", 1, "x", copyErr{}}}
+	require.NoError(t, p.AcquireFunc(ctx, func(c *pgx.Conn) error {
+		_, err := c.CopyFrom(ctx, pgx.Identifier{"copied"}, cols, pgx.CopyFromRows(failing))
+		assert.ErrorContains(t, err, errCopyValue.Error(), "pgx's own CopyFrom: the server's answer to CopyFail, with the message")
+		return nil
+	}))
+	_, err = p.CopyFrom(ctx, pgx.Identifier{"copied"}, cols, pgx.CopyFromRows(failing))
+	require.ErrorContains(t, err, errCopyValue.Error())
+	requireNoneLeased(t, p, "a failed Value")
+	assert.Zero(t, p.Stats().Closed, "a Value error costs no connection")
+	assert.Equal(t, want, read("facade"), "the failed copy copied nothing")
 }

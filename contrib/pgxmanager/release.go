@@ -2,7 +2,11 @@ package pgxmanager
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
+	"fmt"
+	"reflect"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -204,9 +208,10 @@ func (r *row) Scan(dest ...any) error {
 // tx releases its connection when Commit or Rollback of the outer
 // transaction returns, whatever the outcome: a connection still inside the
 // transaction (a failed Commit) is closed by the Manager's CheckRelease.
-// Once its connection was destroyed (a panic in its CopyFrom's source, or
-// in its batch's results), every call returns pgx.ErrTxClosed and touches
-// nothing. (pgx.Tx's Conn and LargeObjects are pgx's.)
+// Once its connection was destroyed (a panic in its batch's results, or
+// one in its CopyFrom that the guard did not catch), every call returns
+// pgx.ErrTxClosed and touches nothing. (pgx.Tx's Conn and LargeObjects are
+// pgx's.)
 type tx struct {
 	pgx.Tx
 	h    lease
@@ -232,19 +237,23 @@ func (t *tx) Rollback(ctx context.Context) error {
 }
 
 // CopyFrom is pgx's, with src guarded as Pool.CopyFrom guards it: a panic
-// in src destroys the connection and goes on from here.
+// the guard caught fails the copy, which fails the transaction, and goes on
+// from here; the transaction is still the caller's to roll back. Any other
+// panic destroys the connection.
 func (t *tx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
 	if t.dead {
 		return 0, pgx.ErrTxClosed
 	}
+	g := &guardedSource{src: src}
 	done := false
 	defer func() {
 		if !done {
 			t.kill()
 		}
 	}()
-	n, err := copyFrom(ctx, t.Tx, table, columns, src)
+	n, err := t.Tx.CopyFrom(ctx, table, columns, g)
 	done = true
+	g.rethrow()
 	return n, err
 }
 
@@ -450,36 +459,34 @@ func (r *batchRows) RawValues() [][]byte {
 	return r.Rows.RawValues()
 }
 
-// copier is what copyFrom copies with: a *pgx.Conn or a pgx.Tx.
-type copier interface {
-	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
-}
-
-// copyFrom runs c.CopyFrom with src guarded: pgx reads src on a goroutine of
-// its own, where a panic would end the process. A panic in src's Next,
-// Values or Err is recovered there and fails the copy (pgx sends CopyFail);
-// once CopyFrom has returned, copyFrom panics with the same value on the
-// caller's goroutine.
-func copyFrom(ctx context.Context, c copier, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
-	g := &guardedSource{src: src}
-	n, err := c.CopyFrom(ctx, table, columns, g)
-	if g.panicked { // pgx has waited for its goroutine: g is ours again
-		panic(g.value)
-	}
-	return n, err
-}
-
-// errSourcePanicked is what a guardedSource reports to pgx once its source
-// panicked.
+// errSourcePanicked is what a guardedSource reports to pgx once its source,
+// or the Value of one of its rows' driver.Valuers, panicked.
 var errSourcePanicked = errors.New("pgxmanager: the CopyFromSource panicked")
 
-// guardedSource is a CopyFromSource that turns its source's panics into an
-// error: after one, Next returns true (so that pgx asks for the row) and
-// Values and Err return errSourcePanicked.
+// guardedSource is the CopyFromSource that CopyFrom hands pgx in place of
+// the caller's. pgx reads the source, and encodes the rows, on a goroutine
+// of its own, where a panic would end the process: guardedSource recovers a
+// panic of the source's Next, Values or Err, and of the Value method of
+// each driver.Valuer among a row's values, which it calls itself (see
+// evaluate). After one, Next returns true (so that pgx asks for the row)
+// and Values and Err return errSourcePanicked: pgx ends the copy as for a
+// source's error (CopyFail) and returns; the caller then panics with the
+// value (rethrow), on its own goroutine.
+//
+// pgx calls it from one goroutine at a time, and waits for that goroutine
+// before CopyFrom returns: its fields are then the caller's again.
 type guardedSource struct {
 	src      pgx.CopyFromSource
 	panicked bool
 	value    any
+	row      []any // evaluate's copy of the last row, reused for the next
+}
+
+// rethrow panics with the value the source panicked with, if it did.
+func (s *guardedSource) rethrow() {
+	if s.panicked {
+		panic(s.value)
+	}
 }
 
 // catchMore and catchErr are deferred by the guarded methods: after a panic
@@ -511,7 +518,11 @@ func (s *guardedSource) Values() (v []any, err error) {
 		return nil, errSourcePanicked
 	}
 	defer s.catchErr(&err)
-	return s.src.Values()
+	v, err = s.src.Values()
+	if err != nil {
+		return v, err
+	}
+	return s.evaluate(v)
 }
 
 func (s *guardedSource) Err() (err error) {
@@ -521,6 +532,55 @@ func (s *guardedSource) Err() (err error) {
 	defer s.catchErr(&err)
 	return s.src.Err()
 }
+
+// evaluate returns row with each driver.Valuer whose Value pgx would call
+// (see callsValue) replaced by what its Value returned, which pgx then
+// encodes as it encodes a Valuer's value; a Value error fails the copy. So
+// the Value methods run here, under the guard. row itself is not written
+// (it may be the caller's, as with pgx.CopyFromRows): the values go in a
+// slice of s's own, which pgx has done with when it asks for the next row.
+func (s *guardedSource) evaluate(row []any) ([]any, error) {
+	out, copied := row, false
+	for i, v := range row {
+		dv, ok := v.(driver.Valuer)
+		if !ok || !callsValue(v) {
+			continue
+		}
+		val, err := dv.Value()
+		if err != nil {
+			return nil, fmt.Errorf("pgxmanager: CopyFrom: the Value of column %d (%T): %w", i, v, err)
+		}
+		if !copied {
+			s.row = append(s.row[:0], row...)
+			out, copied = s.row, true
+		}
+		out[i] = val
+	}
+	return out, nil
+}
+
+// pgxModule prefixes the package path of pgx's own types.
+const pgxModule = "github.com/jackc/pgx/v5/"
+
+// callsValue reports whether pgx calls the Value method of v, a
+// driver.Valuer, when it encodes v, as far as evaluate follows it: not for
+// pgx's own types (pgtype's), which pgx encodes with their codecs and whose
+// Value runs no caller's code; not for a nil pointer to a type whose Value
+// is on the type itself, which pgx sends as NULL (database/sql's rule);
+// else yes.
+func callsValue(v any) bool {
+	t := reflect.TypeOf(v)
+	named := t
+	if t.Kind() == reflect.Pointer {
+		named = t.Elem()
+		if reflect.ValueOf(v).IsNil() && named.Implements(valuerType) {
+			return false
+		}
+	}
+	return !strings.HasPrefix(named.PkgPath(), pgxModule)
+}
+
+var valuerType = reflect.TypeFor[driver.Valuer]()
 
 // errRows carries an error that came before any connection was held.
 type errRows struct{ err error }

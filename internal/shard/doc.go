@@ -37,5 +37,16 @@
 // on the fast path, so a table cannot grow in place: when a P id beyond it
 // shows up, a slow path (unpinned, under a mutex) replaces it exactly as
 // Retire does. When GOMAXPROCS shrinks, stacks above the new limit are not
-// lost: Retire drops them all.
+// lost: Retire drops them all. [Local.Grow] does that growth alone, for a
+// caller of the steps that starts again pinned.
+//
+// # Draining
+//
+// [Local.DrainAll] empties a Local its owner no longer publishes, every P's
+// stack and spill at once, and seals it: no table is published again, and
+// Pop and Push keep and take nothing. In the default build its caller must
+// have stopped the world after the switch, and stragglers must use the Local
+// only inside the pinned section that loaded it; in the synchronised builds
+// the seal takes each stack's guard for good, so a straggler's Push is over
+// before the drain, which finds its value, or fails.
 package shard

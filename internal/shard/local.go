@@ -25,17 +25,23 @@ const MaxDepth = 1 << 12
 // A Push synchronizes before the Pop that returns its value: in the default
 // build through the stack, because both run on the same P, which executes
 // one goroutine at a time; through a spill, by its atomic operations.
+//
+// DrainAll seals a Local for good (see there): its owner's last word on it.
 type Local[T any] struct {
 	_ nocopy.NoCopy
 	// procs and stacks describe the current table for Local.Stack and the
 	// steals: its procs stacks start at stacks. Readers load procs first;
 	// publish stores stacks first. Tables never shrink, so a reader that
-	// pairs a new stacks with an old procs stays inside the new table. (cur
-	// is the same table as an object, which Retire's cleanup hangs on.)
+	// pairs a new stacks with an old procs stays inside the new table; only
+	// DrainAll sets procs to 0, which pairs with any stacks. (cur is the
+	// same table as an object, which Retire's cleanup hangs on.)
 	procs  uintptr        // atomic: the number of stacks
 	stacks unsafe.Pointer // atomic: *Stack[T], the first
 	cur    atomic.Pointer[localTable[T]]
-	mu     sync.Mutex // serialises resize and Retire; never taken while pinned
+	mu     sync.Mutex // serialises resize, Retire and DrainAll; never taken while pinned
+	// sealed is set, under mu, by DrainAll: from then on no table is
+	// published, and the slow paths keep and take nothing.
+	sealed atomic.Bool
 	depth  int
 	spill  int // cells of each P's spill; 0 without a spill tier
 	drop   func(T)
@@ -171,8 +177,9 @@ func (l *Local[T]) Spill() int { return l.spill }
 // with the id Enter returned, for Stack.Pop and Stack.Push, then PopSpill and
 // PushSpill. It returns nil where there is no stack to use that way: in the
 // synchronised builds (race, poolkit_nolinkname), where Enter returns -1,
-// and for a P beyond the table (GOMAXPROCS grew) until a Pop or Push has
-// grown it. After a miss on a nil stack, Pop and Push do the whole work.
+// for a P beyond the table (GOMAXPROCS grew) until a Pop, a Push or Grow has
+// grown it, and once DrainAll has sealed l. After a miss on a nil stack, Pop
+// and Push do the whole work.
 //
 // Enter, Stack, the Stack methods and Exit are small enough for the compiler
 // to inline, so that a caller's fast path makes no call of its own but the
@@ -230,16 +237,16 @@ func (l *Local[T]) Push(v T) bool {
 	return ok
 }
 
-// pushSlow is Push where Enter has no stack: in the synchronised builds and
-// for a P id beyond the table (GOMAXPROCS grew), which it grows.
+// pushSlow is Push where Enter has no stack: in the synchronised builds,
+// for a P id beyond the table (GOMAXPROCS grew), which it grows, and on a
+// sealed Local (see DrainAll), where it keeps nothing.
 func (l *Local[T]) pushSlow(v T) bool {
-	t := l.cur.Load()
-	pid := begin(len(t.shards))
-	if uint(pid) >= uint(len(t.shards)) {
-		t, pid = l.enterSlow(pid)
+	t, pid, ok := l.enterSlow()
+	if !ok {
+		return false
 	}
 	s := &t.shards[pid]
-	ok := s.Push(v) || l.PushSpill(s, v)
+	ok = s.Push(v) || l.PushSpill(s, v)
 	end()
 	runtime.KeepAlive(t) // the table stays reachable until the stack is left: see Retire
 	return ok
@@ -261,16 +268,16 @@ func (l *Local[T]) Pop() (v T, ok bool) {
 }
 
 // popSlow is Pop where Enter has no stack: for a P id beyond the table
-// (GOMAXPROCS grew), which it grows, and in the synchronised builds; in the
-// build without P ids, where a goroutine has no stack of its own, it looks
-// at the others when its draw is empty.
-func (l *Local[T]) popSlow() (T, bool) {
-	t := l.cur.Load()
-	pid := begin(len(t.shards))
-	if uint(pid) >= uint(len(t.shards)) {
-		t, pid = l.enterSlow(pid)
+// (GOMAXPROCS grew), which it grows, in the synchronised builds, and on a
+// sealed Local (see DrainAll), where it finds nothing; in the build without
+// P ids, where a goroutine has no stack of its own, it looks at the others
+// when its draw is empty.
+func (l *Local[T]) popSlow() (v T, ok bool) {
+	t, pid, ok := l.enterSlow()
+	if !ok {
+		return v, false
 	}
-	v, ok := t.shards[pid].Pop()
+	v, ok = t.shards[pid].Pop()
 	if !ok && randomIDs {
 		for i := 1; i < len(t.shards) && !ok; i++ {
 			v, ok = t.shards[(pid+i)%len(t.shards)].Pop()
@@ -284,18 +291,43 @@ func (l *Local[T]) popSlow() (T, bool) {
 	return v, ok
 }
 
-// enterSlow handles a stack id beyond the table (GOMAXPROCS grew): it ends the
-// operation, replaces the table with a big enough one, unpinned, and begins
-// again.
-func (l *Local[T]) enterSlow(pid int) (*localTable[T], int) {
-	for {
+// enterSlow begins the slow paths' operation (begin) and returns the table
+// and the caller's stack in it; the caller ends it (end). For a stack id
+// beyond the table (GOMAXPROCS grew) it ends the operation, replaces the
+// table with a big enough one, unpinned, and begins again. On a sealed Local
+// it ends the operation and returns false. (Sealing guards the drain only in
+// the synchronised builds, where DrainAll takes the stacks' guards for good;
+// in the default build the drain's caller has stopped the world, and
+// sealed, read here pinned, only makes a Pop or Push that comes after the
+// drain find nothing, see DrainAll.)
+func (l *Local[T]) enterSlow() (t *localTable[T], pid int, ok bool) {
+	t = l.cur.Load()
+	pid = begin(len(t.shards))
+	for uint(pid) >= uint(len(t.shards)) {
 		end()
-		l.replace(pid + 1)
-		t := l.cur.Load()
-		if pid = begin(len(t.shards)); uint(pid) < uint(len(t.shards)) {
-			return t, pid
+		if !l.replace(pid + 1) {
+			return nil, 0, false // sealed
 		}
+		t = l.cur.Load()
+		pid = begin(len(t.shards))
 	}
+	if l.sealed.Load() {
+		end()
+		return nil, 0, false
+	}
+	return t, pid, true
+}
+
+// Grow makes l's table cover P id pid, as a Pop or Push from that P would
+// (see Local.Stack), for a caller whose pinned section found no stack there
+// and that will start again pinned. It runs unpinned, and reports false,
+// growing nothing, if l is sealed (see DrainAll). (Enter's -1 needs no
+// growth.)
+func (l *Local[T]) Grow(pid int) bool {
+	if l.sealed.Load() {
+		return false
+	}
+	return pid < len(l.cur.Load().shards) || l.replace(pid+1)
 }
 
 // Push puts v on s, between Enter and Exit. It returns false, keeping
@@ -480,13 +512,18 @@ func (l *Local[T]) Stats() Stats {
 func (l *Local[T]) Retire() { l.replace(0) }
 
 // replace publishes a table of fresh stacks, at least n of them and no fewer
-// than before, and retires the old one (see Retire). It runs unpinned.
-func (l *Local[T]) replace(n int) {
+// than before, and retires the old one (see Retire). It reports false,
+// replacing nothing, if l is sealed (see DrainAll). It runs unpinned.
+func (l *Local[T]) replace(n int) bool {
 	l.mu.Lock()
 	old := l.cur.Load()
+	if l.sealed.Load() {
+		l.mu.Unlock()
+		return false
+	}
 	if n > 0 && n <= len(old.shards) {
 		l.mu.Unlock() // another goroutine grew it first
-		return
+		return true
 	}
 	l.publish(l.newTable(max(n, len(old.shards), runtime.GOMAXPROCS(0))))
 	l.mu.Unlock()
@@ -501,19 +538,38 @@ func (l *Local[T]) replace(n int) {
 	if l.drop != nil {
 		runtime.AddCleanup(old, drainRetired[T], retired[T]{old.shards, l.drop})
 	}
+	return true
 }
 
 // DrainAll hands every value l holds, in every P's stack and spill, to
-// drop, at once, and leaves l empty. It is for a Local that no operation can
-// be using any more: its owner has stopped publishing it, and has then waited
-// until every operation that could have loaded it has ended — in the
-// default build, a stop-the-world after the switch (one waits for every
-// pinned goroutine to unpin), as Retire's cleanup waits for a GC cycle. In
-// the synchronised builds it takes each stack's guard as well, so a
-// straggler that still holds one is waited for. The counters are left as
+// drop, at once, and leaves l empty and sealed: from then on its table is
+// never replaced, Local.Stack returns nil, Push keeps nothing and reports
+// false, Pop finds nothing, and Grow reports false. The counters are left as
 // they are (Stats still counts what the Local served). It runs unpinned.
+//
+// It is for a Local that its owner has stopped publishing, so that the only
+// operations still to come on it are those of stragglers that loaded it
+// before. What makes the drain safe from them depends on the build:
+//
+//   - In the default build the owner must first wait for every pinned
+//     section that could have loaded l to end: a stop-the-world after the
+//     switch (one waits for every pinned goroutine to unpin), as Retire's
+//     cleanup waits for a GC cycle. A straggler must then not go on with l
+//     outside the pinned section that loaded it: a Pop or Push that pins
+//     again after the stop-the-world would run alongside the drain.
+//   - In the synchronised builds nothing is pinned, and the stop-the-world
+//     waits for nobody; the guards make the drain safe whenever a straggler
+//     comes. DrainAll takes each stack's guard for good (guard.seal),
+//     waiting for a straggler that holds it, so a straggler's Push on that
+//     stack is either over before the drain, which finds its value, or
+//     fails, keeping nothing: no value is left in a drained Local.
 func (l *Local[T]) DrainAll(drop func(T)) {
-	drainRetired(retired[T]{l.cur.Load().shards, drop})
+	l.mu.Lock()
+	l.sealed.Store(true)
+	atomic.StoreUintptr(&l.procs, 0)
+	t := l.cur.Load()
+	l.mu.Unlock()
+	drainRetired(retired[T]{t.shards, drop})
 }
 
 type retired[T any] struct {
@@ -521,13 +577,14 @@ type retired[T any] struct {
 	drop   func(T)
 }
 
+// drainRetired hands every value of r's stacks and spills to r.drop,
+// sealing each stack's guard first (a stack sealed already was drained
+// already, and nothing can have been put on it since).
 func drainRetired[T any](r retired[T]) {
 	for i := range r.shards {
 		s := &r.shards[i]
-		for !s.g.lock() {
-			// Only the synchronised builds can get here, and only while a
-			// straggler that loaded the old table still holds the guard.
-			runtime.Gosched()
+		if !s.g.seal() {
+			continue
 		}
 		for j := range s.n.load() {
 			v := s.slots[j]
@@ -543,6 +600,5 @@ func drainRetired[T any](r retired[T]) {
 			}
 			r.drop(v)
 		}
-		s.g.unlock()
 	}
 }

@@ -3,8 +3,11 @@ package shard_test
 import (
 	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -114,4 +117,84 @@ func TestDrainAllEmptiesEveryStackAndSpill(t *testing.T) {
 	if _, ok := l.Pop(); ok {
 		t.Fatal("a value left after DrainAll")
 	}
+}
+
+// TestDrainAllSealsTheLocal: after DrainAll a Local keeps nothing more:
+// Push (whole, or as the steps) reports false, Pop and Len find nothing,
+// Grow reports false, and a P beyond the table (GOMAXPROCS grew) does not
+// grow it.
+func TestDrainAllSealsTheLocal(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	l := shard.NewLocalSpill[int](2, 4, nil)
+	require.True(t, l.Push(1))
+	dropped := 0
+	l.DrainAll(func(int) { dropped++ })
+	require.Equal(t, 1, dropped)
+	runtime.GOMAXPROCS(4)
+	ptest.OnEachP(4, func() { // P ids 0 to 3, beyond the table from 1
+		for range 8 {
+			assert.False(t, l.Push(1), "Push on a drained Local")
+			assert.False(t, pushSteps(l, 1), "Push steps on a drained Local")
+		}
+		_, ok := l.Pop()
+		assert.False(t, ok, "Pop on a drained Local")
+		_, ok = popSteps(l)
+		assert.False(t, ok, "Pop steps on a drained Local")
+	})
+	require.False(t, l.Grow(3), "Grow of a drained Local")
+	require.Equal(t, 0, l.Len())
+	require.Equal(t, 1, l.Procs(), "a drained Local grew its table")
+}
+
+// TestDrainAllRacingPushesLosesNothing: in the builds that pin nothing,
+// where no stop-the-world keeps a Push away from a drain, goroutines that
+// go on pushing through and after DrainAll lose no value: each value a Push
+// kept was handed to the drain, once, and the Local holds nothing after.
+func TestDrainAllRacingPushesLosesNothing(t *testing.T) {
+	if !shard.RandomIDs && !ptest.Race {
+		t.Skip("in the default build a drain's caller stops the world first: no Push runs alongside it")
+	}
+	const workers, n = 8, 2000
+	l := shard.NewLocalSpill[int](64, 256, nil)
+	var pushes atomic.Int64
+	drained := make(chan struct{})
+	kept := make([][]int, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			push := func(v int) {
+				if l.Push(v) {
+					kept[w] = append(kept[w], v)
+				}
+				pushes.Add(1)
+			}
+			for i := range n {
+				push(w*2*n + i)
+				if i%64 == 0 {
+					runtime.Gosched()
+				}
+			}
+			<-drained
+			for i := range n { // after the drain: all must fail
+				push(w*2*n + n + i)
+			}
+		})
+	}
+	for pushes.Load() < workers*n/2 {
+		runtime.Gosched()
+	}
+	got := make(map[int]int)
+	l.DrainAll(func(v int) { got[v]++ })
+	close(drained)
+	wg.Wait()
+	for w := range workers {
+		for _, v := range kept[w] {
+			if got[v] != 1 {
+				t.Fatalf("value %d was kept by a Push and drained %d times", v, got[v])
+			}
+			delete(got, v)
+		}
+	}
+	require.Empty(t, got, "drained values no Push kept")
+	require.Equal(t, 0, l.Len())
 }

@@ -12,6 +12,11 @@ type guard struct{}
 func (*guard) lock() bool { return true }
 func (*guard) unlock()    {}
 
+// seal is the synchronised builds' seal. Here a drain's caller has made the
+// stack its own by stopping the world (see Local.DrainAll): seal reports
+// true.
+func (*guard) seal() bool { return true }
+
 // word is an int owned by one P. The owner reads and writes it plainly while
 // pinned; Len and Stats read it from other goroutines without synchronisation.
 // That read is a benign race: a word-sized aligned value is never torn and the

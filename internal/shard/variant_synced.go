@@ -2,17 +2,43 @@
 
 package shard
 
-import "sync/atomic"
+import (
+	"runtime"
+	"sync/atomic"
+)
 
 // guard is a try-lock around one stack. It is used where pinning cannot be
 // relied on for exclusion: under the race detector (which cannot see it) and
 // without P ids (poolkit_nolinkname). It never blocks: a caller that finds it
 // taken treats the stack as full or empty, so no goroutine spins on a holder
-// that was preempted.
+// that was preempted. A drain seals it: takes it for good.
 type guard struct{ v atomic.Uint32 }
 
-func (g *guard) lock() bool { return g.v.CompareAndSwap(0, 1) }
-func (g *guard) unlock()    { g.v.Store(0) }
+// The states of a guard.
+const (
+	guardFree   = 0
+	guardHeld   = 1
+	guardSealed = 2 // taken for good by a drain (seal)
+)
+
+func (g *guard) lock() bool { return g.v.CompareAndSwap(guardFree, guardHeld) }
+func (g *guard) unlock()    { g.v.Store(guardFree) }
+
+// seal takes the guard for good, for a drain of its stack: it waits for a
+// holder to let go (only a straggler that loaded the table being drained
+// can hold it), then keeps it, so that every later lock fails and the stack
+// takes nothing more. A holder from before the seal has left the stack when
+// seal returns, so the drain finds what it put there. seal reports false if
+// the guard was sealed already.
+func (g *guard) seal() bool {
+	for !g.v.CompareAndSwap(guardFree, guardSealed) {
+		if g.v.Load() == guardSealed {
+			return false
+		}
+		runtime.Gosched()
+	}
+	return true
+}
 
 // word is an int owned by the holder of a stack's guard; other goroutines read
 // it for Len and Stats. It is atomic in this build so that those reads are

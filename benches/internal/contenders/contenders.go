@@ -86,12 +86,14 @@ type PoolContender struct {
 // Pools returns the object-pool contenders: poolkit (its manager has no
 // check: manager.Funcs without a RecycleFunc, which the pool skips), poolkit
 // with a check on every reuse (a RecycleFunc that returns nil: the cost of
-// the Recycle contract), puddle, a channel pool, a mutex-guarded slice, and
+// the Recycle contract), poolkit's keyed pool through one key (the cost of
+// the key), puddle, a channel pool, a mutex-guarded slice, and
 // sync.Pool as the floor (not a real pool: no maximum, the GC empties it).
 func Pools() []PoolContender {
 	return []PoolContender{
 		{Name: "poolkit", New: newPoolkitPool},
 		{Name: "poolkit-recycle", New: newPoolkitRecyclePool},
+		{Name: "poolkit-keyed", New: newPoolkitKeyedPool},
 		{Name: "puddle", New: newPuddlePool},
 		{Name: "chan", New: newChanPool},
 		{Name: "mutex", New: newMutexPool},

@@ -59,6 +59,8 @@ func holderSpans(t *testing.T, h Holder) (start, size, slots, slotsSize uintptr)
 	switch h := h.(type) {
 	case *poolkitHolder:
 		return spans(h, h.leases)
+	case *poolkitKeyedHolder:
+		return spans(h, h.leases)
 	case *puddleHolder:
 		return spans(h, h.res)
 	case *connHolder:

@@ -131,3 +131,75 @@ func (p poolkitBytes) Close()        { p.p.Trim() }
 
 // ReadStats reads the pool's statistics (see StatsReader).
 func (p poolkitBytes) ReadStats() { _ = p.p.Stats() }
+
+// poolkitKeyed is poolkit's keyed pool used through one key: what a key
+// costs over the single pool (the table lookup) on the paths it shares.
+type poolkitKeyed struct {
+	k *pool.Keyed[string, *Conn]
+}
+
+// keyedKey is the key poolkitKeyed's ops use.
+const keyedKey = "tenant-0042"
+
+func newPoolkitKeyedPool(c PoolConfig) (Pool, error) {
+	single, err := poolkitConfig(c, gomaxprocs())
+	if err != nil {
+		return nil, err
+	}
+	m := manager.KeyedFuncs[string, *Conn]{ConnectFunc: func(context.Context, string) (*Conn, error) { return new(Conn), nil }}
+	k, err := pool.NewKeyed[string, *Conn](m, pool.KeyedConfig{
+		MaxSize: single.MaxSize, AcquireTimeout: single.AcquireTimeout, LeakThreshold: single.LeakThreshold,
+		Observer: single.Observer, Exchange: single.Exchange, LocalDepth: single.LocalDepth,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return poolkitKeyed{k}, nil
+}
+
+func (p poolkitKeyed) Cycle(ctx context.Context) error {
+	l, err := p.k.Acquire(ctx, keyedKey)
+	if err != nil {
+		return err
+	}
+	l.Value().Uses++
+	l.Release()
+	return nil
+}
+
+func (p poolkitKeyed) Holder(n int) Holder {
+	return &poolkitKeyedHolder{k: p.k, leases: holderSlots[pool.Lease[*Conn]](n)}
+}
+
+func (p poolkitKeyed) Close() { _ = p.k.Close(context.Background()) }
+
+// ReadStats reads the pool's statistics (see StatsReader).
+func (p poolkitKeyed) ReadStats() { _ = p.k.Stats() }
+
+type poolkitKeyedHolder struct {
+	_      cacheline.Pad
+	k      *pool.Keyed[string, *Conn]
+	leases []pool.Lease[*Conn]
+	_      cacheline.Pad
+}
+
+func (h *poolkitKeyedHolder) AcquireAll(ctx context.Context) error {
+	for len(h.leases) < cap(h.leases) {
+		l, err := h.k.Acquire(ctx, keyedKey)
+		if err != nil {
+			h.ReleaseAll()
+			return err
+		}
+		l.Value().Uses++
+		h.leases = append(h.leases, l)
+	}
+	return nil
+}
+
+func (h *poolkitKeyedHolder) ReleaseAll() {
+	for i, l := range h.leases {
+		l.Release()
+		h.leases[i] = pool.Lease[*Conn]{}
+	}
+	h.leases = h.leases[:0]
+}

@@ -69,9 +69,10 @@ func PoolHotPath() []Case {
 	}}
 }
 
-// hotPools is allPools with poolkit twice: its manager without a check, and
-// with one (Recycle on every reuse).
-var hotPools = []string{"poolkit", "poolkit-recycle", "puddle", "chan", "mutex", "syncpool"}
+// hotPools is allPools with poolkit three times: its manager without a
+// check, with one (Recycle on every reuse), and its keyed pool through one
+// key (a key with an idle object).
+var hotPools = []string{"poolkit", "poolkit-recycle", "poolkit-keyed", "puddle", "chan", "mutex", "syncpool"}
 
 // PoolParallel is many goroutines acquiring and releasing one pool: MaxSize
 // 8 and 64, goroutines at 1×, 4×, 16× and 64× GOMAXPROCS, or workers if it
