@@ -10,7 +10,6 @@ import (
 
 	"github.com/poolkit/poolkit/benches/internal/results"
 	"github.com/poolkit/poolkit/contrib/pgxmanager"
-	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"
 )
 
@@ -50,35 +49,27 @@ func keyedSetup(st results.KeyedSettings) string {
 	if st.MaxSizePerKey == 0 {
 		perKey = "no MaxSizePerKey (MaxSize)"
 	}
-	return fmt.Sprintf("one pool.NewKeyed for every tenant, MaxSize %d across them, %s, the defaults otherwise; "+
-		"a manager.KeyedFuncs that connects to the tenant's database with pgx.ConnectConfig and checks and closes "+
-		"with pgxmanager's Recycle, CheckRelease and Close (a ping after a second idle, as pgxpool)", st.MaxSize, perKey)
+	return fmt.Sprintf("pgxmanager.OpenKeyed, one pool.Keyed for every tenant, MaxSize %d across them, %s, "+
+		"pgxpool's defaults otherwise (a ping after a second idle, lifetimes, health checks); a key is a tenant's "+
+		"database, its connections made with that database's pgx.ConnConfig", st.MaxSize, perKey)
 }
 
-// openKeyed is poolkit's keyed pool, one key per tenant database.
+// openKeyed is poolkit's keyed pool of pgx connections
+// (pgxmanager.OpenKeyed), one key per tenant database.
 func openKeyed(_ context.Context, srv *server, st results.KeyedSettings) (client, error) {
-	// Recycle and Close do not depend on the database a connection is to.
-	checks, err := pgxmanager.New(pgxmanager.Config{ConnConfig: srv.configs[srv.tenants[0]]})
+	kp, err := pgxmanager.OpenKeyed(func(_ context.Context, db string) (*pgx.ConnConfig, error) {
+		return srv.configs[db], nil
+	}, pool.KeyedConfig{Name: "tenants", MaxSize: st.MaxSize, MaxSizePerKey: st.MaxSizePerKey})
 	if err != nil {
 		return client{}, err
 	}
-	m := tenantConns{
-		KeyedFuncs: manager.KeyedFuncs[string, *pgx.Conn]{
-			ConnectFunc: func(ctx context.Context, db string) (*pgx.Conn, error) {
-				return pgx.ConnectConfig(ctx, srv.configs[db])
-			},
-			RecycleFunc: checks.Recycle,
-			CloseFunc:   checks.Close,
-		},
-		checks: checks,
-	}
-	k, err := pool.NewKeyed[string, *pgx.Conn](m, pool.KeyedConfig{Name: "tenants", MaxSize: st.MaxSize, MaxSizePerKey: st.MaxSizePerKey})
-	if err != nil {
-		return client{}, err
+	dbs := make([]*pgxmanager.DB, len(srv.tenants))
+	for i, name := range srv.tenants {
+		dbs[i] = kp.For(name)
 	}
 	return client{
 		acquire: func(ctx context.Context, t int) (*pgx.Conn, func(bool), error) {
-			l, err := k.Acquire(ctx, srv.tenants[t])
+			l, err := dbs[t].Acquire(ctx)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -90,27 +81,15 @@ func openKeyed(_ context.Context, srv *server, st results.KeyedSettings) (client
 				l.Release()
 			}, nil
 		},
-		connects:  func() int64 { return int64(k.Stats().Connects) },
-		evictions: func() int64 { return int64(k.Stats().ClosedBy[pool.CloseEvict]) },
+		connects:  func() int64 { return int64(kp.Stats().Connects) },
+		evictions: func() int64 { return int64(kp.Stats().ClosedBy[pool.CloseEvict]) },
 		close: func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			_ = k.Close(ctx)
+			_ = kp.Close(ctx)
 		},
 	}, nil
 }
-
-// tenantConns is the keyed pool's manager: KeyedFuncs, with pgxmanager's
-// release check, which refuses a connection released in a state the next
-// user must not inherit, as pgxpool's Release does.
-type tenantConns struct {
-	manager.KeyedFuncs[string, *pgx.Conn]
-	checks *pgxmanager.Manager
-}
-
-var _ manager.ReleaseChecker[*pgx.Conn] = tenantConns{}
-
-func (m tenantConns) CheckRelease(c *pgx.Conn) error { return m.checks.CheckRelease(c) }
 
 // pgxpoolPerTenant is one pgxpool per tenant database of MaxConns n and
 // pgxpool's defaults otherwise, the usual way to serve many databases.

@@ -2,9 +2,9 @@
 // databases on one PostgreSQL whose max_connections is smaller than the
 // tenants, 64 goroutines running queries back to back, each query's tenant
 // picked by a Zipf law, and three ways to keep the tenants' connections:
-// poolkit's keyed pool (pool.NewKeyed), bounded across the tenants, and a
-// pgxpool per tenant of MaxConns 4 and of MaxConns 1, bounded per tenant
-// only.
+// poolkit's keyed pool (pgxmanager.OpenKeyed over pool.Keyed), bounded
+// across the tenants, and a pgxpool per tenant of MaxConns 4 and of
+// MaxConns 1, bounded per tenant only.
 //
 // The server is private, as the faults phase's: the case starts a
 // PostgreSQL of its own (localsrv.Postgres) with max_connections 40 and

@@ -32,7 +32,7 @@ func TestTheKeyedCaseHasAPageAndASectionOfTheSummary(t *testing.T) {
 		"tenant_000 to tenant_099", "so they get 37 of the 40 connections",
 		"64 goroutines run queries back to back for 20s",
 		"`SELECT current_database(), v FROM item, pg_sleep(0.001) WHERE id = 1`",
-		"*poolkit keyed*: one pool.NewKeyed for every tenant, MaxSize 30 across them, MaxSizePerKey 4",
+		"*poolkit keyed*: pgxmanager.OpenKeyed, one pool.Keyed for every tenant, MaxSize 30 across them, MaxSizePerKey 4",
 		"*pgxpool per tenant, MaxConns 1*: a pgxpool per tenant database, MaxConns 1",
 		"| contender | queries/s | failed | of them 53300 |",
 		"| poolkit keyed | ", "| pgxpool per tenant, MaxConns 4 | ",
