@@ -23,7 +23,10 @@
 // Mann–Whitney U test against poolkit (internal/measure, internal/results);
 // it also runs PostgreSQL through a PgBouncer of its own, and clients of
 // private PostgreSQL and Redis servers through five faults
-// (internal/faults). `poolbench publish` measures the whole published set
-// at one clean commit and generates docs/BENCHMARKS.md, its pages and
-// charts and the README's headline (internal/report).
+// (internal/faults), and pools of connections to 100 tenant databases of
+// one private PostgreSQL with fewer connections than tenants: poolkit's
+// keyed pool against a pgxpool per tenant (internal/keyed). `poolbench
+// publish` measures the whole published set at one clean commit and
+// generates docs/BENCHMARKS.md, its pages and charts and the README's
+// headline (internal/report).
 package benches

@@ -1,8 +1,9 @@
 // Command poolbench compares poolkit with other pools, in one process, in
 // alternating rounds: per contender the median and spread of the rounds,
 // the worst goroutine's latency and a rank test against poolkit; end to end
-// against real servers (-mode=e2e) and through server faults
-// (-mode=faults). It generates docs/BENCHMARKS.md, its pages and charts and
+// against real servers (-mode=e2e), through server faults (-mode=faults)
+// and for many tenant databases on one small server (-mode=keyed). It
+// generates docs/BENCHMARKS.md, its pages and charts and
 // the README's headline from its results, and publish measures the
 // published set at one clean commit.
 //
@@ -36,6 +37,7 @@ import (
 
 	"github.com/poolkit/poolkit/benches/internal/e2e"
 	"github.com/poolkit/poolkit/benches/internal/faults"
+	"github.com/poolkit/poolkit/benches/internal/keyed"
 	"github.com/poolkit/poolkit/benches/internal/measure"
 	"github.com/poolkit/poolkit/benches/internal/report"
 	"github.com/poolkit/poolkit/benches/internal/results"
@@ -110,16 +112,22 @@ var modeHelp = `
              PgBouncer that poolbench starts, where pgbouncer is installed
   faults     clients of private PostgreSQL and Redis servers that poolbench starts, through
              every connection killed, a restart, a partition, SIGSTOP and added latency
-             (about ` + faults.Estimate(faults.Settings()).Round(time.Minute).String() + `; a server whose binaries are missing is skipped)`
+             (about ` + faults.Estimate(faults.Settings()).Round(time.Minute).String() + `; a server whose binaries are missing is skipped)
+  keyed      100 tenant databases on a private PostgreSQL of max_connections 40, a Zipf law
+             picking the tenant of each query: poolkit's keyed pool (MaxSize 30 across the
+             tenants) against a pgxpool per tenant of MaxConns 4 and of 1 (about ` + keyed.Estimate(keyed.Settings()).Round(10*time.Second).String() + `;
+             -duration and -rounds, if given, replace its 20s per contender and 2 rounds)`
 
-// modeE2E and modeFaults need servers, so they are not in modes.
+// modeE2E, modeFaults and modeKeyed need servers, so they are not in
+// modes.
 const (
 	modeE2E    = "e2e"
 	modeFaults = "faults"
+	modeKeyed  = "keyed"
 )
 
 // modeNames lists the modes in the order the usage gives them.
-var modeNames = []string{"default", "hotpath", "parallel", "realistic", "mixed", "burst", "oversubscribed", "exchange", "handoff", "stats", "bytes", "all", modeE2E, modeFaults}
+var modeNames = []string{"default", "hotpath", "parallel", "realistic", "mixed", "burst", "oversubscribed", "exchange", "handoff", "stats", "bytes", "all", modeE2E, modeFaults, modeKeyed}
 
 // e2eDuration is how long each end-to-end contender runs per round unless
 // -duration or -ops says otherwise: long enough for a p99.9 of a few
@@ -172,6 +180,9 @@ type config struct {
 	// faults: -mode includes faults, run with faultSettings.
 	faults        bool
 	faultSettings results.FaultSettings
+	// keyed: -mode includes keyed, run with keyedSettings.
+	keyed         bool
+	keyedSettings results.KeyedSettings
 	// smoke: -smoke, every span cut to a check that the code runs.
 	smoke           bool
 	merge           string
@@ -212,7 +223,7 @@ func (c *config) define(fs *flag.FlagSet) *string {
 	fs.StringVar(&c.output, "output", "text", "output format: text|json|markdown")
 	fs.StringVar(&c.out, "o", "", "write the output to `FILE` instead of stdout")
 	fs.StringVar(&c.note, "note", "", "a note to keep in the results (and in the report)")
-	fs.BoolVar(&c.smoke, "smoke", false, "a smoke run: "+smokeDuration.String()+" per contender and 1 round unless -duration or -rounds say otherwise,\n-mode=e2e "+smokeE2E.String()+", -mode=faults "+faults.Estimate(faults.SmokeSettings()).Round(time.Second).String()+"; checks that the code runs, its figures mean nothing")
+	fs.BoolVar(&c.smoke, "smoke", false, "a smoke run: "+smokeDuration.String()+" per contender and 1 round unless -duration or -rounds say otherwise,\n-mode=e2e "+smokeE2E.String()+", -mode=faults "+faults.Estimate(faults.SmokeSettings()).Round(time.Second).String()+", -mode=keyed "+keyed.Estimate(keyed.SmokeSettings()).Round(time.Second).String()+"; checks that the code runs, its figures mean nothing")
 	fs.StringVar(&c.merge, "merge", "", "merge into the results `FILE` (written by -output=json): the cases measured now replace\nthose of the same name, or are added, and the run is recorded in its updates")
 	fs.StringVar(&c.redis, "redis", envOr(e2e.EnvRedisAddr, e2e.DefaultRedisAddr),
 		"-mode=e2e: the Redis server's `host:port`, $"+e2e.EnvRedisAddr+" if set; empty: leave Redis out")
@@ -243,6 +254,8 @@ func (c *config) setModes(list string) error {
 			c.e2e = true
 		case m == modeFaults:
 			c.faults = true
+		case m == modeKeyed:
+			c.keyed = true
 		case !ok:
 			return fmt.Errorf("-mode: unknown mode %q (want %s)", m, strings.Join(modeNames, ", "))
 		}
@@ -279,13 +292,14 @@ const (
 )
 
 // applySpans sets the spans the flags did not: the end-to-end duration,
-// the fault settings, and with -smoke the short ones.
+// the fault and keyed settings, and with -smoke the short ones. A -duration
+// or -rounds given applies to the keyed case too.
 func (c *config) applySpans(fs *flag.FlagSet) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	c.e2eDur, c.faultSettings = e2eDuration, faults.Settings()
+	c.e2eDur, c.faultSettings, c.keyedSettings = e2eDuration, faults.Settings(), keyed.Settings()
 	if c.smoke {
-		c.e2eDur, c.faultSettings = smokeE2E, faults.SmokeSettings()
+		c.e2eDur, c.faultSettings, c.keyedSettings = smokeE2E, faults.SmokeSettings(), keyed.SmokeSettings()
 		if !set["duration"] {
 			c.duration = smokeDuration
 		}
@@ -295,6 +309,10 @@ func (c *config) applySpans(fs *flag.FlagSet) {
 	}
 	if set["duration"] {
 		c.e2eDur = c.duration
+		c.keyedSettings.DurationNs = c.duration.Nanoseconds()
+	}
+	if set["rounds"] {
+		c.keyedSettings.Rounds = c.rounds
 	}
 }
 
@@ -319,7 +337,7 @@ func (c config) cases() []workload.Case {
 	var out []workload.Case
 	seen := map[string]bool{}
 	for _, m := range c.modes {
-		if m == modeE2E || m == modeFaults {
+		if m == modeE2E || m == modeFaults || m == modeKeyed {
 			continue
 		}
 		for _, k := range modes[m](c.workers) {
@@ -405,6 +423,9 @@ func measureFile(ctx context.Context, c config, args []string, stderr io.Writer)
 	if c.faults && err == nil {
 		err = runFaults(ctx, c, &f, stderr)
 	}
+	if c.keyed && err == nil {
+		err = runKeyed(ctx, c, &f, stderr)
+	}
 	f.Interrupted = errors.Is(err, measure.ErrInterrupted)
 	return f, err
 }
@@ -473,6 +494,22 @@ func runFaults(ctx context.Context, c config, f *results.File, stderr io.Writer)
 		f.Faults = fr
 	}
 	if errors.Is(err, faults.ErrInterrupted) {
+		return measure.ErrInterrupted
+	}
+	return err
+}
+
+// runKeyed runs the keyed case into f.
+func runKeyed(ctx context.Context, c config, f *results.File, stderr io.Writer) error {
+	fmt.Fprintf(stderr, "poolbench: keyed: about %v\n", keyed.Estimate(c.keyedSettings).Round(time.Second))
+	k, err := keyed.Run(ctx, keyed.Options{Settings: c.keyedSettings, Progress: stderr})
+	if k != nil {
+		for _, s := range k.Skipped {
+			fmt.Fprintf(stderr, "poolbench: keyed: skipping %s\n", results.SkipLine(s))
+		}
+		f.Keyed = k
+	}
+	if errors.Is(err, keyed.ErrInterrupted) {
 		return measure.ErrInterrupted
 	}
 	return err

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/poolkit/poolkit/benches/internal/keyed"
 	"github.com/poolkit/poolkit/benches/internal/results"
 )
 
@@ -46,18 +47,34 @@ func TestParseAcceptsGoodFlags(t *testing.T) {
 }
 
 func TestSmokeCutsEverySpanUnlessAFlagSetsIt(t *testing.T) {
-	c, err := parse([]string{"-mode=hotpath,e2e,faults", "-smoke"}, new(bytes.Buffer))
+	c, err := parse([]string{"-mode=hotpath,e2e,faults,keyed", "-smoke"}, new(bytes.Buffer))
 	require.NoError(t, err)
-	assert.True(t, c.e2e && c.faults)
+	assert.True(t, c.e2e && c.faults && c.keyed)
 	assert.Equal(t, smokeDuration, c.duration)
 	assert.Equal(t, smokeE2E, c.e2eDur)
 	assert.Equal(t, 1, c.rounds)
 	assert.Less(t, c.faultSettings.BeforeNs, int64(time.Second))
+	assert.Equal(t, keyed.SmokeSettings(), c.keyedSettings)
 	c, err = parse([]string{"-smoke", "-rounds=3", "-duration=7ms"}, new(bytes.Buffer))
 	require.NoError(t, err)
 	assert.Equal(t, 3, c.rounds)
 	assert.Equal(t, 7*time.Millisecond, c.duration)
 	assert.Equal(t, 7*time.Millisecond, c.e2eDur)
+}
+
+func TestParseKeyedTakesItsDefaultsUnlessDurationOrRoundsAreGiven(t *testing.T) {
+	c, err := parse([]string{"-mode=keyed"}, new(bytes.Buffer))
+	require.NoError(t, err)
+	assert.True(t, c.keyed)
+	assert.Empty(t, c.cases(), "the keyed case is not among the in-process ones")
+	assert.Equal(t, keyed.Settings(), c.keyedSettings)
+	assert.Less(t, keyed.Estimate(c.keyedSettings), 4*time.Minute, "the published keyed case stays short")
+
+	c, err = parse([]string{"-mode=keyed", "-duration=3s", "-rounds=1"}, new(bytes.Buffer))
+	require.NoError(t, err)
+	assert.Equal(t, int64(3*time.Second), c.keyedSettings.DurationNs)
+	assert.Equal(t, 1, c.keyedSettings.Rounds)
+	assert.Equal(t, keyed.Settings().Tenants, c.keyedSettings.Tenants)
 }
 
 func TestParseDefaults(t *testing.T) {
@@ -72,13 +89,13 @@ func TestParseDefaults(t *testing.T) {
 
 func TestEveryModeHasCases(t *testing.T) {
 	for _, m := range modeNames {
-		if m == modeE2E || m == modeFaults {
-			continue // they need servers: see TestE2E* and the CI smoke run
+		if m == modeE2E || m == modeFaults || m == modeKeyed {
+			continue // they need servers: see TestE2E*, the keyed package's and the CI smoke run
 		}
 		assert.NotEmpty(t, modes[m](0), m)
 		assert.NotEmpty(t, modes[m](3), m)
 	}
-	assert.Len(t, modeNames, len(modes)+2)
+	assert.Len(t, modeNames, len(modes)+3)
 }
 
 func TestBadFlagsPrintUsageAndExit2(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/poolkit/poolkit/benches/internal/e2e"
 	"github.com/poolkit/poolkit/benches/internal/faults"
+	"github.com/poolkit/poolkit/benches/internal/keyed"
 	"github.com/poolkit/poolkit/benches/internal/measure"
 	"github.com/poolkit/poolkit/benches/internal/report"
 	"github.com/poolkit/poolkit/benches/internal/results"
@@ -37,7 +38,8 @@ type publishStep struct {
 }
 
 // publishSteps are the published set: every object and buffer case, the
-// end-to-end cases, the faults phase and the instruction counts.
+// end-to-end cases, the faults phase, the keyed case and the instruction
+// counts.
 func publishSteps() []publishStep {
 	rounds := strconv.Itoa(report.PublishRounds)
 	all := parsed("-mode=all", "-rounds="+rounds)
@@ -50,6 +52,9 @@ func publishSteps() []publishStep {
 		}},
 		{name: "faults", args: []string{"-mode=faults"}, estimate: func() time.Duration {
 			return faults.Estimate(faults.Settings())
+		}},
+		{name: "keyed", args: []string{"-mode=keyed"}, estimate: func() time.Duration {
+			return keyed.Estimate(keyed.Settings())
 		}},
 		{name: "icount", estimate: func() time.Duration { return 5 * time.Minute }},
 	}
@@ -121,7 +126,7 @@ func parsePublish(args []string, stderr io.Writer) (publishOptions, int) {
 
 Measures the published set at the checked-out commit, which must have no
 uncommitted changes: every object and buffer case, the end-to-end cases, the
-faults phase and the instruction counts. Each finished part is kept in the
+faults phase, the keyed case and the instruction counts. Each finished part is kept in the
 work directory, so that a publish stopped halfway (Ctrl-C) resumes where it
 stopped when run again at the same commit. Then it writes
 `+publishResults+`, docs/BENCHMARKS.md, the pages and charts of
@@ -210,7 +215,7 @@ func kept(work, name, head string) bool {
 		return false
 	}
 	m := f.Machine
-	if f.Icount != nil && len(f.Cases) == 0 && f.Faults == nil {
+	if f.Icount != nil && len(f.Cases) == 0 && f.Faults == nil && f.Keyed == nil {
 		m = f.Icount.Machine
 	}
 	return m.Commit == head && !m.Dirty
@@ -292,7 +297,7 @@ func combine(work string, steps []publishStep) (results.File, error) {
 		if i == 0 {
 			out = f
 			out.Command = "poolbench publish"
-			out.Settings.Mode = "all,e2e,faults"
+			out.Settings.Mode = "all,e2e,faults,keyed"
 			continue
 		}
 		out.Cases = append(out.Cases, f.Cases...)
@@ -302,6 +307,9 @@ func combine(work string, steps []publishStep) (results.File, error) {
 		}
 		if f.Faults != nil {
 			out.Faults = f.Faults
+		}
+		if f.Keyed != nil {
+			out.Keyed = f.Keyed
 		}
 		if f.Icount != nil {
 			out.Icount = f.Icount

@@ -49,7 +49,7 @@ func TestPublishDryRunPrintsThePlanAndAnEstimate(t *testing.T) {
 	require.Equal(t, exitOK, run([]string{"publish", "-dry-run", "-work", work}, new(bytes.Buffer), &stderr))
 	out := stderr.String()
 	for _, want := range []string{"poolbench -mode=all -rounds=10", "poolbench -mode=e2e -rounds=10", "poolbench -mode=faults",
-		"poolbench icount", "in all, on a quiet machine"} {
+		"poolbench -mode=keyed", "poolbench icount", "in all, on a quiet machine"} {
 		assert.Contains(t, out, want)
 	}
 	entries, err := os.ReadDir(work)
@@ -68,14 +68,16 @@ func TestPublishKeepsThePartsOfThisCommitAndCombinesThemAsOneRun(t *testing.T) {
 	require.NoError(t, err)
 	faultsPart, err := readResults("../../internal/report/testdata/faults.json")
 	require.NoError(t, err)
+	keyedPart, err := readResults("../../internal/report/testdata/keyed.json")
+	require.NoError(t, err)
 	head := base.Machine.Commit
 	icountPart := results.File{Schema: results.Schema, Machine: base.Machine,
 		Icount: &results.Icount{Command: "poolbench icount", Machine: base.Machine}}
-	for _, p := range []*results.File{&e2ePart, &faultsPart} {
+	for _, p := range []*results.File{&e2ePart, &faultsPart, &keyedPart} {
 		p.Machine = base.Machine
 	}
 	steps := publishSteps()
-	parts := []results.File{base, e2ePart, faultsPart, icountPart}
+	parts := []results.File{base, e2ePart, faultsPart, keyedPart, icountPart}
 	for i, s := range steps {
 		require.NoError(t, writeJSONFile(partPath(work, s.name), parts[i]))
 		assert.True(t, kept(work, s.name, head), s.name)
@@ -86,6 +88,8 @@ func TestPublishKeepsThePartsOfThisCommitAndCombinesThemAsOneRun(t *testing.T) {
 	assert.Equal(t, "poolbench publish", f.Command)
 	assert.Len(t, f.Cases, len(base.Cases)+len(e2ePart.Cases))
 	assert.NotNil(t, f.Faults)
+	assert.NotNil(t, f.Keyed)
+	assert.Equal(t, "all,e2e,faults,keyed", f.Settings.Mode)
 	assert.NotNil(t, f.Icount)
 	assert.NotNil(t, f.Settings.E2E)
 	assert.True(t, f.OneCommit(), "the combination is one run at one commit")

@@ -1,8 +1,9 @@
 // Package localsrv starts servers of poolbench's own on the loopback, for
-// the faults phase and PgBouncer: free ports, binaries found on $PATH or in
-// Debian's PostgreSQL directories, commands run as the user postgres when
-// the process is root (PostgreSQL and PgBouncer refuse root), and signals to
-// a server's processes.
+// the faults phase, the keyed case and PgBouncer: a private PostgreSQL
+// cluster (Postgres), free ports, binaries found on $PATH or in Debian's
+// PostgreSQL directories, commands run as the user postgres when the process
+// is root (PostgreSQL and PgBouncer refuse root), and signals to a server's
+// processes.
 package localsrv
 
 import (

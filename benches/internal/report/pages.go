@@ -9,12 +9,13 @@ import (
 )
 
 // Page is one page of docs/benchmarks/: a group of cases, the end-to-end
-// groups together, the faults phase or the instruction counts.
+// groups together, the faults phase, the keyed case or the instruction
+// counts.
 type Page struct {
 	Slug  string // file name stem: "pool-parallel"
 	Title string // "Pool/Parallel"
-	// Groups are the case groups the page holds; none for the faults and
-	// instruction pages.
+	// Groups are the case groups the page holds; none for the faults,
+	// keyed and instruction pages.
 	Groups []string
 	kind   pageKind
 }
@@ -25,6 +26,7 @@ const (
 	groupPage pageKind = iota
 	e2ePage
 	faultsPage
+	keyedPage
 	icountPage
 )
 
@@ -45,6 +47,9 @@ func Pages(f results.File) []Page {
 	if f.Faults != nil {
 		out = append(out, Page{Slug: "faults", Title: "Faults", kind: faultsPage})
 	}
+	if f.Keyed != nil {
+		out = append(out, Page{Slug: "keyed", Title: "Keyed pools", kind: keyedPage})
+	}
 	if f.Icount != nil {
 		out = append(out, Page{Slug: "instructions", Title: "Instructions per operation", kind: icountPage})
 	}
@@ -59,6 +64,8 @@ func (p Page) blurb() string {
 		return "Pools of real connections to an echo server, Redis, PostgreSQL and PgBouncer: steady, oversubscribed and no pool."
 	case faultsPage:
 		return "Clients under load through a server's faults: every connection killed, a restart, a partition, SIGSTOP, added latency."
+	case keyedPage:
+		return "Many tenant databases on one server with fewer connections than tenants: a keyed pool bounded across them, against a pool per tenant."
 	case icountPage:
 		return "Instructions and allocations of one operation on one goroutine, counted under callgrind."
 	}
@@ -76,9 +83,13 @@ func (p Page) write(w io.Writer, f results.File, opt Options) error {
 	fmt.Fprintf(w, "Part of [the benchmarks](../BENCHMARKS.md), whose method section says how the figures and the\nverdicts are made.")
 	switch p.kind {
 	case faultsPage:
-		fmt.Fprintf(w, " %s\n", measuredFaults(f))
+		fmt.Fprintf(w, " %s\n", measuredPart(f, func(s results.Source) bool { return s.Faults }))
 		writeMixedNote(w, f, "../BENCHMARKS.md")
 		return writeFaultsPage(w, *f.Faults)
+	case keyedPage:
+		fmt.Fprintf(w, " %s\n", measuredPart(f, func(s results.Source) bool { return s.Keyed }))
+		writeMixedNote(w, f, "../BENCHMARKS.md")
+		return writeKeyedPage(w, *f.Keyed)
 	case icountPage:
 		fmt.Fprintln(w)
 		writeIcount(w, *f.Icount)
@@ -113,10 +124,11 @@ func (p Page) caseNames(f results.File) []string {
 	return names
 }
 
-// measuredFaults says where the faults phase was measured.
-func measuredFaults(f results.File) string {
+// measuredPart says where the part of f that from picks (the faults
+// phase, the keyed case) was measured.
+func measuredPart(f results.File, from func(results.Source) bool) string {
 	for _, s := range f.Sources() {
-		if s.Faults {
+		if from(s) {
 			return fmt.Sprintf("Measured at commit %s, on %s.", commitOf(s.Machine), s.Machine.Date)
 		}
 	}

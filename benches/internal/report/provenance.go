@@ -20,6 +20,9 @@ func sourceLine(s results.Source) string {
 	if s.Faults {
 		what = append(what, "the faults phase")
 	}
+	if s.Keyed {
+		what = append(what, "the keyed case")
+	}
 	if s.Icount {
 		what = append(what, "the instruction counts")
 	}

@@ -2,7 +2,8 @@
 // docs/BENCHMARKS.md, a summary (the headline tables, the method, the
 // machine and what is not claimed), one page per group of cases under
 // docs/benchmarks/ with its tables and an SVG chart per case, a page for
-// the faults phase and one for the instruction counts, and the README's
+// the faults phase, one for the keyed case and one for the instruction
+// counts, and the README's
 // headline block. Everything it writes comes from the file, so a report
 // can be regenerated at any time without measuring again.
 //
@@ -61,7 +62,7 @@ func Check(f results.File) error {
 }
 
 // Write writes Docs/BENCHMARKS.md, a page per group with a chart per case,
-// the faults and instruction-count pages where f has them, and removes the
+// the faults, keyed and instruction-count pages where f has them, and removes the
 // pages and charts of groups and cases f no longer has. Without opt.Mixed
 // it refuses (Check) results that are not of one clean commit.
 func Write(f results.File, opt Options) error {
@@ -123,9 +124,10 @@ func render(f results.File, opt Options) (map[string][]byte, error) {
 }
 
 // generated says whether a file of the chart directory is one a report
-// writes: a chart or a page of a group, the faults or the instructions.
+// writes: a chart or a page of a group, the faults, the keyed case or the
+// instructions.
 func generated(base string) bool {
-	for _, p := range []string{"pool-", "bytes-", "e2e", "faults", "instructions"} {
+	for _, p := range []string{"pool-", "bytes-", "e2e", "faults", "keyed", "instructions"} {
 		if strings.HasPrefix(base, p) && (strings.HasSuffix(base, ".svg") || strings.HasSuffix(base, ".md")) {
 			return true
 		}

@@ -26,8 +26,9 @@ func regenCommand(opt Options) string {
 	return "go run ./benches/cmd/poolbench report" + mixed + " -in " + opt.In
 }
 
-// Summary writes BENCHMARKS.md: the headline, the pages, the method, the
-// machine, what is not claimed and how to reproduce it.
+// Summary writes BENCHMARKS.md: the headline, the keyed case where f has
+// it, the pages, the method, the machine, what is not claimed and how to
+// reproduce it.
 func Summary(w io.Writer, f results.File, opt Options) error {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("# Benchmarks\n\n")
@@ -40,6 +41,10 @@ func Summary(w io.Writer, f results.File, opt Options) error {
 
 	p("\n## Headline\n\n")
 	writeHeadline(w, f, ChartDir+"/")
+	if f.Keyed != nil {
+		p("\n## Keyed pools\n")
+		writeKeyedSection(w, *f.Keyed, ChartDir+"/")
+	}
 
 	p("\n## The pages\n\n| page | what it measures |\n|---|---|\n")
 	for _, pg := range Pages(f) {
@@ -67,6 +72,11 @@ func writeNotes(w io.Writer, f results.File) {
 	if f.Faults != nil {
 		for _, s := range f.Faults.Skipped {
 			fmt.Fprintf(w, "\n> **Skipped in the faults phase.** %s.\n", results.ScrubPaths(results.SkipLine(s)))
+		}
+	}
+	if f.Keyed != nil {
+		for _, s := range f.Keyed.Skipped {
+			fmt.Fprintf(w, "\n> **Skipped in the keyed case.** %s.\n", results.ScrubPaths(results.SkipLine(s)))
 		}
 	}
 }
@@ -109,11 +119,11 @@ func writeMethod(w io.Writer, f results.File) {
 
 - **One run, one commit.** `+"`%s`"+` refuses a tree with uncommitted changes, then
   runs the published set at its commit: every object and buffer case (`+"`-mode=all`"+`), the end-to-end
-  cases (`+"`-mode=e2e`"+`), the faults phase (`+"`-mode=faults`"+`) and the instruction counts
-  (`+"`icount`"+`), %d rounds each but the faults; it prints what it will run and an estimate of how long
-  before it starts (`+"`-dry-run`"+` prints only that), keeps each finished part, so that a run stopped
-  halfway resumes where it stopped at the same commit, and writes the results file, these pages, the
-  charts and the README's headline. `+"`poolbench report`"+` refuses results from more than one commit or
+  cases (`+"`-mode=e2e`"+`), the faults phase (`+"`-mode=faults`"+`), the keyed case (`+"`-mode=keyed`"+`)
+  and the instruction counts (`+"`icount`"+`), %d rounds each but the faults and the keyed case; it
+  prints what it will run and an estimate of how long before it starts (`+"`-dry-run`"+` prints only
+  that), keeps each finished part, so that a run stopped halfway resumes where it stopped at the same
+  commit, and writes the results file, these pages, the charts and the README's headline. `+"`poolbench report`"+` refuses results from more than one commit or
   from a dirty tree unless `+"`-mixed`"+` is given, and then every page says which figures come from where.
 - **Same process, alternating rounds.** Each case ran %s. Round r runs every contender once, %s,
   in an order rotated by r, so that no contender always runs first or last, on a warm or a tired
@@ -147,7 +157,7 @@ func writeMethod(w io.Writer, f results.File) {
   hand-off (`+"`mutex`"+`), and sync.Pool as the floor: it is not a real pool, with no maximum and its
   contents dropped by the garbage collector. Buffers: poolkit's `+"`bytepool`"+`, plain make, one sync.Pool
   of `+"`*[]byte`"+` per size (`+"`syncpool`"+`), libp2p/go-buffer-pool (`+"`gobufferpool`"+`) and
-  valyala/bytebufferpool. The end-to-end and faults pages name their own. The code is in
+  valyala/bytebufferpool. The end-to-end, faults and keyed pages name their own. The code is in
   `+"`benches/internal`"+`.
 `, PublishCommand, PublishRounds, roundsLine(f), per, 2*time.Microsecond, results.Alpha, 100*results.Confidence,
 		results.MinRounds, results.Alpha)
@@ -213,6 +223,13 @@ func writeNotClaimed(w io.Writer, f results.File) {
   the partition is a proxy that holds bytes, not a lost network; each fault comes once per round at
   a fixed moment. It shows how each client behaves through the same fault, not how long a real
   outage lasts.
+`)
+	}
+	if f.Keyed != nil {
+		fmt.Fprint(w, `- **That the keyed page sizes a deployment.** Its server, with a max_connections cut down to
+  force the issue, shares the machine with the clients; the tenants' popularity is one Zipf law,
+  fixed for the run. It shows what each way of pooling does when tenants outnumber the server's
+  connections, not how many a real server needs.
 `)
 	}
 }

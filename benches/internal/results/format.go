@@ -358,7 +358,11 @@ func WriteText(w io.Writer, f File) error {
 	m := f.Machine
 	fmt.Fprintf(w, "poolbench: %s, %d CPUs, GOMAXPROCS=%d, %s, %s, commit %s\n",
 		m.CPU, m.Cores, m.GOMAXPROCS, m.GoVersion, m.Kernel, short(m.Commit))
-	fmt.Fprintf(w, "%s\n", settingsLine(f.Settings))
+	if len(f.Cases) > 0 || f.Settings.E2E != nil {
+		fmt.Fprintf(w, "%s\n", settingsLine(f.Settings))
+	} else { // the faults phase and the keyed case say how they ran
+		fmt.Fprintf(w, "mode %s\n", f.Settings.Mode)
+	}
 	for _, s := range f.Skipped {
 		fmt.Fprintf(w, "skipped: %s\n", SkipLine(s))
 	}
@@ -375,6 +379,11 @@ func WriteText(w io.Writer, f File) error {
 	}
 	if f.Faults != nil {
 		if err := WriteFaultsText(w, *f.Faults); err != nil {
+			return err
+		}
+	}
+	if f.Keyed != nil {
+		if err := WriteKeyedText(w, *f.Keyed); err != nil {
 			return err
 		}
 	}

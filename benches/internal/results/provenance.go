@@ -18,6 +18,8 @@ type Source struct {
 	Cases []string
 	// Faults says that the faults phase of the file comes from this run.
 	Faults bool
+	// Keyed says that the keyed case of the file comes from this run.
+	Keyed bool
 	// Icount says that this is the run of the instruction counts.
 	Icount bool
 }
@@ -30,7 +32,7 @@ func (s Source) Clean() bool {
 
 // Sources returns the runs whose figures f holds, in the order they ran:
 // the first run, then each update that still provides a case (or the
-// faults phase), then the instruction counts. A file written by one run
+// faults phase, or the keyed case), then the instruction counts. A file written by one run
 // has one source (two with instruction counts merged into it).
 func (f File) Sources() []Source {
 	runs := []Source{{Command: f.Command, Machine: f.Machine}}
@@ -43,10 +45,13 @@ func (f File) Sources() []Source {
 			from[name] = i + 1
 		}
 	}
-	faultsFrom := 0
+	faultsFrom, keyedFrom := 0, 0
 	for i, u := range f.Updates {
 		if u.Faults {
 			faultsFrom = i + 1
+		}
+		if u.Keyed {
+			keyedFrom = i + 1
 		}
 	}
 	for _, c := range f.Cases {
@@ -55,9 +60,12 @@ func (f File) Sources() []Source {
 	if f.Faults != nil {
 		runs[faultsFrom].Faults = true
 	}
+	if f.Keyed != nil {
+		runs[keyedFrom].Keyed = true
+	}
 	var out []Source
 	for i, s := range runs {
-		if i == 0 || len(s.Cases) > 0 || s.Faults {
+		if i == 0 || len(s.Cases) > 0 || s.Faults || s.Keyed {
 			out = append(out, s)
 		}
 	}

@@ -6,8 +6,8 @@
 // round and the spread from the fastest to the slowest, the worst
 // goroutine's latency, and the verdict of a Mann–Whitney U test of its
 // rounds against poolkit's (Compare, with golang.org/x/perf/benchmath) with
-// the ratio and its confidence interval; and for the faults phase the
-// medians and ranges over its rounds. It prints them as text, JSON or
+// the ratio and its confidence interval; and for the faults phase and the
+// keyed case the medians and ranges over their rounds. It prints them as text, JSON or
 // markdown.
 package results
 
@@ -45,6 +45,9 @@ type File struct {
 	// Faults holds the faults phase (poolbench -mode=faults), if the run
 	// had one.
 	Faults *Faults `json:"faults,omitempty"`
+	// Keyed holds the keyed case (poolbench -mode=keyed), if the run had
+	// one.
+	Keyed *Keyed `json:"keyed,omitempty"`
 }
 
 // Update is a run merged into a results file.
@@ -57,6 +60,9 @@ type Update struct {
 	// Faults says that the run measured the faults phase, which replaced
 	// the file's.
 	Faults bool `json:"faults,omitempty"`
+	// Keyed says that the run measured the keyed case, which replaced the
+	// file's.
+	Keyed bool `json:"keyed,omitempty"`
 }
 
 // Merge returns f with the cases of g in place of those of the same name,
@@ -87,6 +93,10 @@ func Merge(f, g File) File {
 	if g.Faults != nil {
 		out.Faults = g.Faults
 		up.Faults = true
+	}
+	if g.Keyed != nil {
+		out.Keyed = g.Keyed
+		up.Keyed = true
 	}
 	out.Updates = append(slices.Clone(f.Updates), up)
 	return out

@@ -1,0 +1,102 @@
+package report_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/poolkit/poolkit/benches/internal/report"
+	"github.com/poolkit/poolkit/benches/internal/results"
+)
+
+// keyedFixture is a keyed run (testdata/keyed.json) beside the fixture's
+// cases, as publish combines them.
+func keyedFixture(t *testing.T) results.File {
+	t.Helper()
+	f := fixture(t)
+	k := readFile(t, "testdata/keyed.json")
+	require.NotNil(t, k.Keyed)
+	f.Keyed = k.Keyed
+	return f
+}
+
+func TestTheKeyedCaseHasAPageAndASectionOfTheSummary(t *testing.T) {
+	f := keyedFixture(t)
+	dir, files := write(t, f, report.Options{})
+	page := files["benchmarks/keyed.md"]
+	for _, want := range []string{
+		"# Keyed pools", "## Method", "## Results",
+		"max_connections 40 and superuser_reserved_connections 2",
+		"tenant_000 to tenant_099", "so they get 37 of the 40 connections",
+		"64 goroutines run queries back to back for 20s",
+		"`SELECT current_database(), v FROM item, pg_sleep(0.001) WHERE id = 1`",
+		"*poolkit keyed*: pgxmanager.OpenKeyed, one pool.Keyed for every tenant, MaxSize 30 across them, MaxSizePerKey 4",
+		"*pgxpool per tenant, MaxConns 1*: a pgxpool per tenant database, MaxConns 1",
+		"| contender | queries/s | failed | of them 53300 |",
+		"| poolkit keyed | ", "| pgxpool per tenant, MaxConns 4 | ",
+		"remaining connection slots are reserved",
+		"`Stats().ClosedBy[pool.CloseEvict]`",
+		"The server reached its 37 connections for the clients under pgxpool per tenant, MaxConns 4 and pgxpool per tenant, MaxConns 1.",
+	} {
+		assert.Contains(t, page, want)
+	}
+	sum := files["BENCHMARKS.md"]
+	for _, want := range []string{
+		"\n## Keyed pools\n", "[The keyed page](benchmarks/keyed.md)",
+		"| workload | poolkit keyed | pgxpool per tenant, MaxConns 4 | pgxpool per tenant, MaxConns 1 |",
+		"| 100 tenants, 37 connections (64 goroutines) | **",
+		"Fewest failed queries: poolkit keyed (0).",
+		"[Keyed pools](benchmarks/keyed.md)",
+		"the keyed case (`-mode=keyed`)",
+		"**That the keyed page sizes a deployment.**",
+	} {
+		assert.Contains(t, sum, want)
+	}
+	var row string
+	for _, l := range strings.Split(page, "\n") {
+		if strings.HasPrefix(l, "| pgxpool per tenant, MaxConns 4 |") {
+			row = l
+		}
+	}
+	cells := strings.Split(strings.Trim(row, "| "), " | ")
+	require.Len(t, cells, len(results.KeyedHeader), row)
+	assert.Equal(t, "n/a", cells[slicesIndex(results.KeyedHeader, "evictions")], "a pool per tenant evicts nothing")
+	for name, body := range files {
+		assert.NotRegexp(t, machinePath, body, name)
+	}
+	assert.FileExists(t, dir+"/benchmarks/keyed.md")
+}
+
+func TestTheKeyedSectionStaysOutOfTheReadmeHeadline(t *testing.T) {
+	f := keyedFixture(t)
+	var b strings.Builder
+	report.ReadmeHeadline(&b, f, report.Options{In: in})
+	assert.NotContains(t, b.String(), "pgxpool per tenant")
+}
+
+func TestAReportWithoutTheKeyedCaseHasNoKeyedPage(t *testing.T) {
+	_, files := write(t, fixture(t), report.Options{})
+	assert.NotContains(t, files, "benchmarks/keyed.md")
+	assert.NotContains(t, files["BENCHMARKS.md"], "Keyed pools")
+	assert.NotContains(t, files["BENCHMARKS.md"], "[The keyed page]")
+}
+
+func TestASkippedKeyedCaseSaysWhy(t *testing.T) {
+	f := fixture(t)
+	f.Keyed = &results.Keyed{Settings: keyedFixture(t).Keyed.Settings,
+		Skipped: []results.Skip{{Server: "postgres", Reason: "initdb: not installed"}}}
+	_, files := write(t, f, report.Options{})
+	assert.Contains(t, files["BENCHMARKS.md"], "> **Skipped in the keyed case.** postgres, not measured: initdb: not installed.")
+	assert.Contains(t, files["benchmarks/keyed.md"], "No contender ran.")
+}
+
+func slicesIndex(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}
