@@ -200,31 +200,48 @@ func TestKeyedWaiterTakesTheRoomOfAnObjectReleasedToAKeyNobodyWaitsFor(t *testin
 	})
 }
 
-// TestKeyedWaitersAreServedInArrivalOrderAcrossKeys: waiters for global
-// room are served first come, first served, whatever their keys.
-func TestKeyedWaitersAreServedInArrivalOrderAcrossKeys(t *testing.T) {
+// serveInTurn queues one waiter per key of keys, in that order, behind an
+// object held at the cap of a keyed pool of MaxSize 1, then releases it, and
+// returns the keys in the order their waiters were served (each holds its
+// object a moment, then releases it).
+func serveInTurn(t *testing.T, keys ...string) []string {
+	m := newKeyedMgr(1, 1)
+	k := newKeyed(t, m, pool.KeyedConfig{MaxSize: 1})
+	held := kacquire(t, k, "x")
+	var order []string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, key := range keys {
+		wg.Go(func() {
+			l := kacquire(t, k, key)
+			mu.Lock()
+			order = append(order, key)
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+			l.Release()
+		})
+		synctest.Wait() // each queues before the next comes
+	}
+	require.Equal(t, len(keys), k.Stats().Waiting)
+	held.Release()
+	wg.Wait()
+	return order
+}
+
+// TestKeyedWaitersForRoomAreServedInArrivalOrder: waiters for global room
+// are served first come, first served, whatever their keys.
+func TestKeyedWaitersForRoomAreServedInArrivalOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := newKeyedMgr(1, 1)
-		k := newKeyed(t, m, pool.KeyedConfig{MaxSize: 1})
-		held := kacquire(t, k, "x")
-		var order []string
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for _, key := range []string{"c", "b", "a", "b"} {
-			wg.Go(func() {
-				l := kacquire(t, k, key)
-				mu.Lock()
-				order = append(order, key)
-				mu.Unlock()
-				time.Sleep(time.Millisecond)
-				l.Release()
-			})
-			synctest.Wait() // each queues before the next comes
-		}
-		require.Equal(t, 4, k.Stats().Waiting)
-		held.Release()
-		wg.Wait()
-		require.Equal(t, []string{"c", "b", "a", "b"}, order)
+		require.Equal(t, []string{"c", "b", "a", "d"}, serveInTurn(t, "c", "b", "a", "d"))
+	})
+}
+
+// TestKeyedHotKeyPassesOverAnOlderWaiterAtMostTwice: a key whose waiters
+// keep coming hands its object on among them, but a waiter of another key
+// queued before them is passed over at most passLimit (2) times.
+func TestKeyedHotKeyPassesOverAnOlderWaiterAtMostTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		require.Equal(t, []string{"b", "b", "b", "a", "b", "b"}, serveInTurn(t, "b", "a", "b", "b", "b", "b"))
 	})
 }
 

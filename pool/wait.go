@@ -36,6 +36,7 @@ type waiter[T any] struct {
 	owner        *Pool[T]
 	rprev, rnext *waiter[T]
 	wanting      bool
+	passed       int // releases that passed it over (see yieldTo)
 }
 
 // waitQueue is an intrusive FIFO list of waiters, guarded by Pool.mu.
