@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/poolkit/poolkit/internal/keyfold"
 	"github.com/poolkit/poolkit/pool"
 )
 
@@ -21,7 +22,7 @@ const DefaultMaxKeys = 20
 
 // OtherKey is the KeyNameKey value of the measurements into which
 // ObserveKeyed folds the keys beyond [KeyedOptions.MaxKeys].
-const OtherKey = "other"
+const OtherKey = keyfold.OtherKey
 
 // KeyedStatser is what [ObserveKeyed] reads: a *[pool.Keyed] of any T (or a
 // facade over one) whose keys are Ks.
@@ -119,18 +120,18 @@ func ObserveKeyed[K comparable](meter metric.Meter, k KeyedStatser[K], opt Keyed
 	if maxKeys == 0 {
 		maxKeys = DefaultMaxKeys
 	}
-	fold := newFolder(opt.KeyName, maxKeys)
+	fold := keyfold.New(opt.KeyName, maxKeys)
 	instruments := slices.Concat(o.obs, []metric.Observable{waitTime}, keyed.obs, []metric.Observable{keyWaitTime})
 	return meter.RegisterCallback(func(_ context.Context, ob metric.Observer) error {
 		s := k.Stats()
 		o.observe(ob, &s)
 		ob.ObserveFloat64(waitTime, s.WaitTime.Seconds(), attrs)
-		for _, g := range fold.collect(k.RangeKeys) {
-			name := KeyNameKey.String(g.name)
+		for _, g := range fold.Collect(k.RangeKeys) {
+			name := KeyNameKey.String(g.Name)
 			for _, m := range keyed.series {
-				ob.ObserveInt64(m.obs, m.value(&g.s), o.withAttrs(append([]attribute.KeyValue{name}, m.kv...)...))
+				ob.ObserveInt64(m.obs, m.value(&g.S), o.withAttrs(append([]attribute.KeyValue{name}, m.kv...)...))
 			}
-			ob.ObserveFloat64(keyWaitTime, g.s.WaitTime.Seconds(), o.withAttrs(name))
+			ob.ObserveFloat64(keyWaitTime, g.S.WaitTime.Seconds(), o.withAttrs(name))
 		}
 		return nil
 	}, instruments...)

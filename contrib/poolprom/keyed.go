@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/poolkit/poolkit/internal/keyfold"
 	"github.com/poolkit/poolkit/pool"
 )
 
@@ -14,7 +15,7 @@ const DefaultMaxKeys = 20
 
 // OtherKey is the key label of the series into which a keyed collector
 // folds the keys beyond [KeyedOptions.MaxKeys].
-const OtherKey = "other"
+const OtherKey = keyfold.OtherKey
 
 // KeyedStatser is what [NewKeyedCollector] reads: a *[pool.Keyed] of any T
 // (or a facade over one) whose keys are Ks.
@@ -93,7 +94,7 @@ func NewKeyedCollector[K comparable](k KeyedStatser[K], o KeyedOptions[K]) prome
 	c.rangeKeys = k.RangeKeys
 	c.perKey = newCollector(nil, "pool_key", opts, families, "key")
 	c.blocked = blockedDesc(opts, "pool_key", "key")
-	c.fold = newFolder(o.KeyName, o.MaxKeys)
+	c.fold = keyfold.New(o.KeyName, o.MaxKeys)
 	return c
 }
 
@@ -104,7 +105,7 @@ type keyedCollector[K comparable] struct {
 	rangeKeys func(func(K, pool.Stats) bool)
 	perKey    *collector[pool.Stats]
 	blocked   *prometheus.Desc
-	fold      *folder[K]
+	fold      *keyfold.Folder[K]
 }
 
 func (c *keyedCollector[K]) Describe(ch chan<- *prometheus.Desc) {
@@ -120,9 +121,9 @@ func (c *keyedCollector[K]) Collect(ch chan<- prometheus.Metric) {
 	if c.fold == nil {
 		return
 	}
-	for _, g := range c.fold.collect(c.rangeKeys) {
-		c.perKey.send(ch, &g.s, g.name)
-		ch <- blockedHistogram(c.blocked, &g.s, g.name)
+	for _, g := range c.fold.Collect(c.rangeKeys) {
+		c.perKey.send(ch, &g.S, g.Name)
+		ch <- blockedHistogram(c.blocked, &g.S, g.Name)
 	}
 }
 

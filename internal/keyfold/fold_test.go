@@ -1,4 +1,4 @@
-package poolprom
+package keyfold
 
 import (
 	"reflect"

@@ -1,4 +1,7 @@
-package poolprom
+// Package keyfold picks the keys of a keyed pool that an exporter reports,
+// a bound at most, and folds the rest into one series whose counters never
+// fall: the logic contrib/poolprom and contrib/poolotel share.
+package keyfold
 
 import (
 	"cmp"
@@ -11,21 +14,24 @@ import (
 	"github.com/poolkit/poolkit/pool"
 )
 
-// keyFigures is one key's series: the key's name (OtherKey for the fold)
+// OtherKey is the name of the fold's series.
+const OtherKey = "other"
+
+// Figures is one key's series: the key's name (OtherKey for the fold)
 // and its figures.
-type keyFigures struct {
-	name string
-	s    pool.Stats
+type Figures struct {
+	Name string
+	S    pool.Stats
 }
 
-// folder picks the keys a collection exports, MaxKeys at most, and folds
-// the rest into one series, OtherKey (see KeyedOptions). Its gauges are the
+// Folder picks the keys a collection exports, MaxKeys at most, and folds
+// the rest into one series, OtherKey (see the exporters' KeyedOptions). Its gauges are the
 // folded keys' sums at the collection; its counters are what the folded
 // keys counted while they were folded, accumulated from one collection to
 // the next, so that they never fall when a key leaves the fold (its state
 // dropped, or among the MaxKeys now): a fall would read as a counter reset
 // and rate() would count the fold's whole value again.
-type folder[K comparable] struct {
+type Folder[K comparable] struct {
 	name func(K) string
 	max  int
 
@@ -37,68 +43,68 @@ type folder[K comparable] struct {
 	folded counts
 }
 
-func newFolder[K comparable](name func(K) string, maxKeys int) *folder[K] {
+func New[K comparable](name func(K) string, maxKeys int) *Folder[K] {
 	if name == nil {
 		name = func(k K) string { return fmt.Sprint(k) }
 	}
-	return &folder[K]{name: name, max: maxKeys}
+	return &Folder[K]{name: name, max: maxKeys}
 }
 
-// collect returns the series of the keys rangeKeys visits, grouped by
+// Collect returns the series of the keys rangeKeys visits, grouped by
 // name (keys of one name share a series): the MaxKeys with the most live
 // objects, ties broken by name, then the fold if there are more names.
-func (f *folder[K]) collect(rangeKeys func(func(K, pool.Stats) bool)) []keyFigures {
+func (f *Folder[K]) Collect(rangeKeys func(func(K, pool.Stats) bool)) []Figures {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]keyFigures, 0, len(f.last)+1)
+	out := make([]Figures, 0, len(f.last)+1)
 	at := make(map[string]int, len(f.last)) // name → index in out
 	rangeKeys(func(key K, s pool.Stats) bool {
 		n := f.name(key)
 		if i, ok := at[n]; ok {
-			g := &out[i].s
+			g := &out[i].S
 			addGauges(g, &s)
 			c := countsOf(g)
 			c.add(countsOf(&s))
 			c.setIn(g)
 		} else {
 			at[n] = len(out)
-			out = append(out, keyFigures{n, s})
+			out = append(out, Figures{n, s})
 		}
 		return true
 	})
 	last := make(map[string]counts, len(out))
 	for _, g := range out {
-		last[g.name] = countsOf(&g.s)
+		last[g.Name] = countsOf(&g.S)
 	}
 	folding := len(out) > f.max
-	slices.SortFunc(out, func(a, b keyFigures) int {
-		if folding && (a.name == OtherKey) != (b.name == OtherKey) {
+	slices.SortFunc(out, func(a, b Figures) int {
+		if folding && (a.Name == OtherKey) != (b.Name == OtherKey) {
 			// A key named OtherKey goes to the fold, whose name it has.
-			if a.name == OtherKey {
+			if a.Name == OtherKey {
 				return 1
 			}
 			return -1
 		}
-		if c := cmp.Compare(b.s.Live, a.s.Live); c != 0 {
+		if c := cmp.Compare(b.S.Live, a.S.Live); c != 0 {
 			return c
 		}
-		return strings.Compare(a.name, b.name)
+		return strings.Compare(a.Name, b.Name)
 	})
 	if folding {
 		var other pool.Stats
 		for _, g := range out[f.max:] {
-			addGauges(&other, &g.s)
-			d := last[g.name]
-			if prev, ok := f.last[g.name]; ok && !d.below(prev) {
+			addGauges(&other, &g.S)
+			d := last[g.Name]
+			if prev, ok := f.last[g.Name]; ok && !d.below(prev) {
 				d.sub(prev) // what it counted since
 			} // else it is new, or made again since: all it counted is new
 			f.folded.add(d)
 		}
 		f.folded.setIn(&other)
-		out = append(out[:f.max], keyFigures{OtherKey, other})
+		out = append(out[:f.max], Figures{OtherKey, other})
 	}
 	for i := range out {
-		out[i].s.MaxSize = 0 // a key's MaxSize is MaxSizePerKey: not exported
+		out[i].S.MaxSize = 0 // a key's MaxSize is MaxSizePerKey: not exported
 	}
 	f.last = last
 	return out
