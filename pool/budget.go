@@ -7,7 +7,8 @@ import "sync"
 // count, under its MaxSize (MaxSizePerKey), and once in used, under max
 // (KeyedConfig.MaxSize): reserve takes both in one step (take, called under
 // the member's smu), and every transition that lowers a member's live gives
-// the global slot back (free, from Pool.freed). So used is the members'
+// the global slot back (free, from Pool.freed; granted's undo of a slot in
+// transit hands it back to free's loop instead). So used is the members'
 // live counts summed, and neither limit is passed.
 //
 // Room is handed on, not raced for. Every waiter of every member that takes
@@ -172,8 +173,55 @@ func (b *budget[T]) free(evicted bool) {
 		// waiter left, or its key filled up) leaves its waiters
 		// ineligible, and the loop gives the slot on.
 		if p.granted() {
+			b.pump()
 			return
 		}
+	}
+}
+
+// pump hands free global room to the oldest eligible waiters while there
+// is both. A reserve that take refused, because an eligible waiter of
+// another key was ahead, leaves the room to that waiter, whose own look may
+// have come and gone (it became eligible as its key's object closed, before
+// that close freed its global slot); without pump the room would wait for
+// the next free. Each turn either hands a slot on or, if the member cannot
+// use it, leaves that member's waiters ineligible.
+func (b *budget[T]) pump() {
+	for {
+		b.mu.Lock()
+		if b.used >= b.max {
+			b.mu.Unlock()
+			return
+		}
+		w := b.firstEligible()
+		if w == nil {
+			b.mu.Unlock()
+			return
+		}
+		b.used++
+		p := w.owner
+		b.mu.Unlock()
+		if !p.granted() {
+			b.mu.Lock()
+			b.used--
+			b.mu.Unlock()
+		}
+	}
+}
+
+// evictOne closes the least recently used idle object of a key nobody
+// waits for, if the budget is full and no eviction is under way: a
+// TryAcquire or a Warm at the cap, which wait for no room of their own,
+// so make it for their retry.
+func (b *budget[T]) evictOne() {
+	b.mu.Lock()
+	ok := b.used >= b.max && b.evicting == 0
+	if ok {
+		b.evicting++
+	}
+	b.mu.Unlock()
+	if ok && !b.evictLRU() {
+		b.evictionOff()
 	}
 }
 

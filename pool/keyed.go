@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"runtime"
 	"strings"
@@ -105,7 +106,8 @@ func (c KeyedConfig) memberConfig() (Config, error) {
 //
 // A key's state (its pool) is made by its first Acquire and dropped once
 // its last object has closed and nobody waits for it: memory follows the
-// live objects and waiters, not the number of keys ever seen.
+// live objects and waiters, not the number of keys ever seen. A key must
+// equal itself (a float NaN does not: such a key panics).
 //
 // All methods are safe for concurrent use. A Keyed must be closed with
 // Close to stop its goroutines.
@@ -131,6 +133,9 @@ type Keyed[K comparable, T any] struct {
 	mu   sync.Mutex // guards the writes of table, keys, past and closed
 	keys map[*Pool[T]]K
 	past Stats // the counts of the keys dropped so far
+	// maintainers counts the members' maintainers that have not exited,
+	// the dropped members' included: Close waits for them.
+	maintainers sync.WaitGroup
 }
 
 // NewKeyed returns a keyed pool of objects made by m. It returns an error
@@ -181,7 +186,7 @@ type hotKey[K comparable, T any] struct {
 func (k *Keyed[K, T]) member(key K) *Pool[T] {
 	pid := shard.Enter()
 	if uint(pid) < uint(len(k.hot)) {
-		if h := &k.hot[pid]; h.p != nil && h.key == key {
+		if h := &k.hot[pid]; h.p != nil && h.key == key && h.p.state.Load()&closedBit == 0 {
 			p := h.p
 			shard.Exit()
 			return p
@@ -220,8 +225,13 @@ func (k *Keyed[K, T]) add(key K) *Pool[T] {
 	if p := old[key]; p != nil {
 		return p
 	}
+	if key != key {
+		panic("pool: Keyed: a key that is not equal to itself (a NaN) cannot be looked up again")
+	}
 	p := build(manager.Manager[T](&keyedManager[K, T]{k.mgr, key}), k.mcfg, any(k.mgr), k.start)
 	p.kb = &k.b
+	k.maintainers.Add(1)
+	p.stopped = k.maintainers.Done
 	t := make(map[K]*Pool[T], len(old)+1)
 	maps.Copy(t, old)
 	t[key] = p
@@ -254,7 +264,7 @@ func (k *Keyed[K, T]) drop(p *Pool[T]) {
 	// and gives the slot back, as with Close).
 	p.mu.Lock()
 	p.smu.Lock()
-	empty := p.live.Load() == 0 && p.state.Load()&(waiterMask|closedBit) == 0
+	empty := p.live.Load() == 0 && p.state.Load()&(waiterMask|closedBit) == 0 && p.busy.Load() == 0
 	if empty {
 		p.state.Or(closedBit)
 	}
@@ -265,7 +275,12 @@ func (k *Keyed[K, T]) drop(p *Pool[T]) {
 	}
 	p.cancel(ErrClosed) // its maintainer exits
 	p.dropHints()
-	k.past.add(p.Stats())
+	// Its counts only: a reserve that raced the drop may still hold a slot
+	// it is about to give back (it saw the closed bit), and the gauges of
+	// a dropped member are 0.
+	s := p.Stats()
+	s.Live, s.Idle, s.Leased, s.Connecting, s.Closing, s.Waiting = 0, 0, 0, 0, 0, 0
+	k.past.add(s)
 	old := *k.table.Load()
 	t := make(map[K]*Pool[T], len(old))
 	maps.Copy(t, old)
@@ -290,6 +305,9 @@ func (k *Keyed[K, T]) eachMember(f func(*Pool[T]) bool) {
 // or connected for it while it waits. The lease is a [Lease] like any
 // other. After Close, Acquire returns [ErrClosed]. A nil ctx panics.
 func (k *Keyed[K, T]) Acquire(ctx context.Context, key K) (Lease[T], error) {
+	if ctx == nil {
+		panic("pool: Acquire: nil Context")
+	}
 	for p := k.member(key); ; p = k.lookup(key) {
 		if p == nil {
 			return Lease[T]{}, ErrClosed
@@ -308,8 +326,13 @@ func (k *Keyed[K, T]) Acquire(ctx context.Context, key K) (Lease[T], error) {
 
 // TryAcquire is [Pool.TryAcquire] for key: an idle object of key's if there
 // is one and nobody waits for one, else [ErrExhausted] at once, after
-// starting a connect if key and the keyed pool have room.
+// starting a connect if key and the keyed pool have room — or, at the
+// global cap, after closing another key's least recently used idle object
+// (if no such close is under way), so that a retry soon finds room.
 func (k *Keyed[K, T]) TryAcquire(ctx context.Context, key K) (Lease[T], error) {
+	if ctx == nil {
+		panic("pool: TryAcquire: nil Context")
+	}
 	for p := k.member(key); ; p = k.lookup(key) {
 		if p == nil {
 			return Lease[T]{}, ErrClosed
@@ -328,14 +351,15 @@ func (k *Keyed[K, T]) TryAcquire(ctx context.Context, key K) (Lease[T], error) {
 // dropIfEmpty drops p's state if a failed call left it with no object and
 // no waiter (it never had one, or its waiter gave up).
 func (k *Keyed[K, T]) dropIfEmpty(p *Pool[T]) {
-	if p.live.Load() == 0 && p.state.Load()&(waiterMask|closedBit) == 0 {
+	if p.live.Load() == 0 && p.state.Load()&(waiterMask|closedBit) == 0 && p.busy.Load() == 0 {
 		k.drop(p)
 	}
 }
 
 // Warm makes each key's pool hold what [Pool.Warm] makes it hold —
 // max(MinIdlePerKey, 1) connected objects — within the budget, key after
-// key. It returns the errors of the keys that failed, joined, each naming
+// key, closing other keys' least recently used idle objects for room at
+// the cap. It returns the errors of the keys that failed, joined, each naming
 // its pool's error.
 func (k *Keyed[K, T]) Warm(ctx context.Context, keys ...K) error {
 	if ctx == nil {
@@ -355,7 +379,9 @@ func (k *Keyed[K, T]) warm(ctx context.Context, key K) error {
 		if p == nil {
 			return ErrClosed
 		}
+		p.busy.Add(1)
 		err := p.Warm(ctx)
+		p.busy.Add(-1)
 		if err != ErrClosed || k.closed.Load() {
 			if err != nil {
 				k.dropIfEmpty(p)
@@ -404,10 +430,7 @@ func (k *Keyed[K, T]) KeyStats(key K) (Stats, bool) {
 // RangeKeys calls f with each key that has state now and its figures, in
 // no set order, until f returns false.
 func (k *Keyed[K, T]) RangeKeys(f func(key K, s Stats) bool) {
-	k.mu.Lock()
-	t := *k.table.Load()
-	k.mu.Unlock()
-	for key, p := range t {
+	for key, p := range *k.table.Load() {
 		if !f(key, p.Stats()) {
 			return
 		}
@@ -427,8 +450,9 @@ func (k *Keyed[K, T]) Name() string {
 
 // Close closes every key's pool, as [Pool.Close] does, at once: waiters get
 // [ErrClosed], idle objects are closed, leased ones as they are released.
-// It returns once all are done, or when ctx ends, with the errors of the
-// keys not done joined.
+// It returns nil once every key's pool is done and every goroutine the
+// keyed pool started has exited (those of dropped keys included), or, when
+// ctx ends first, the errors of the pools not done, joined.
 func (k *Keyed[K, T]) Close(ctx context.Context) error {
 	k.mu.Lock()
 	k.closed.Store(true)
@@ -447,5 +471,12 @@ func (k *Keyed[K, T]) Close(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
+	stopped := make(chan struct{})
+	go func() { k.maintainers.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("pool: Close: %w (still waiting for the maintainers of dropped keys)", ctx.Err()))
+	}
 	return errors.Join(errs...)
 }

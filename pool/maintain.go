@@ -35,6 +35,9 @@ func tickFor(c Config) time.Duration {
 // the pool's context.
 func (p *Pool[T]) maintain() {
 	defer p.goExit()
+	if p.stopped != nil {
+		defer p.stopped()
+	}
 	tk := time.NewTicker(p.tick)
 	defer tk.Stop()
 	timed := p.cfg.MaxIdleTime > 0 || p.cfg.MaxLifetime > 0

@@ -114,6 +114,13 @@ type Pool[T any] struct {
 	kb *budget[T]
 	// roomSeen is budget.need's scratch count (guarded by budget.mu).
 	roomSeen int64
+	// busy counts, in a keyed pool's member, the Acquires in their slow
+	// path's block and the Warms under way: a member is not dropped while
+	// one runs (a connect that fails, with nobody queued, leaves the member
+	// empty, and the Acquire retries on it). stopped, if set, runs when the
+	// maintainer exits (Keyed.Close waits for every member's).
+	busy    atomic.Int64
+	stopped func()
 }
 
 // Bits of Pool.state. The low bits count queued waiters.

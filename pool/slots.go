@@ -59,6 +59,11 @@ func (p *Pool[T]) reserve() bool {
 		p.checkDone()
 		return false
 	}
+	if !ok && p.kb != nil {
+		// Refused for a waiter of another key ahead, maybe: the room it
+		// left free goes to that waiter now (budget.pump).
+		p.kb.pump()
+	}
 	return ok
 }
 

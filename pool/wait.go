@@ -435,6 +435,10 @@ func (p *Pool[T]) countErr(err error) {
 // connect, retry and check of a handed or fresh object, so that
 // AcquireTimeout bounds the whole Acquire.
 func (p *Pool[T]) blockTimed(ctx context.Context, begin time.Time, slot bool) (Lease[T], error) {
+	if p.kb != nil {
+		p.busy.Add(1)
+		defer p.busy.Add(-1)
+	}
 	start := p.now()
 	if d := p.cfg.AcquireTimeout; d > 0 {
 		var cancel context.CancelFunc

@@ -43,7 +43,12 @@ func (p *Pool[T]) Warm(ctx context.Context) error {
 		}
 		if w.pending() == 0 {
 			// Nothing to reserve: the slots are held by others' connects or
-			// by closes. Look again when they may have ended.
+			// by closes (in a keyed pool's member, maybe by other keys'
+			// idle objects: one is closed to make room). Look again when
+			// they may have ended.
+			if p.kb != nil {
+				p.kb.evictOne()
+			}
 			t := time.NewTimer(pause)
 			select {
 			case <-t.C:
