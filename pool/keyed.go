@@ -181,8 +181,8 @@ type hotKey[K comparable, T any] struct {
 	_   cacheline.Pad
 }
 
-// member returns key's pool: this P's last one if key was its last key,
-// else lookup's.
+// member returns key's pool if it was this P's last key (and is open),
+// else nil: the caller asks lookup.
 func (k *Keyed[K, T]) member(key K) *Pool[T] {
 	pid := shard.Enter()
 	if uint(pid) < uint(len(k.hot)) {
@@ -193,7 +193,7 @@ func (k *Keyed[K, T]) member(key K) *Pool[T] {
 		}
 	}
 	shard.Exit()
-	return k.lookup(key)
+	return nil
 }
 
 // lookup returns key's pool from the table, made if the key has no state,
@@ -305,10 +305,14 @@ func (k *Keyed[K, T]) eachMember(f func(*Pool[T]) bool) {
 // or connected for it while it waits. The lease is a [Lease] like any
 // other. After Close, Acquire returns [ErrClosed]. A nil ctx panics.
 func (k *Keyed[K, T]) Acquire(ctx context.Context, key K) (Lease[T], error) {
-	if ctx == nil {
-		panic("pool: Acquire: nil Context")
+	p := k.member(key)
+	if p == nil {
+		if ctx == nil { // before the key's state is made
+			panic("pool: Acquire: nil Context")
+		}
+		p = k.lookup(key)
 	}
-	for p := k.member(key); ; p = k.lookup(key) {
+	for ; ; p = k.lookup(key) {
 		if p == nil {
 			return Lease[T]{}, ErrClosed
 		}
@@ -330,10 +334,14 @@ func (k *Keyed[K, T]) Acquire(ctx context.Context, key K) (Lease[T], error) {
 // global cap, after closing another key's least recently used idle object
 // (if no such close is under way), so that a retry soon finds room.
 func (k *Keyed[K, T]) TryAcquire(ctx context.Context, key K) (Lease[T], error) {
-	if ctx == nil {
-		panic("pool: TryAcquire: nil Context")
+	p := k.member(key)
+	if p == nil {
+		if ctx == nil { // before the key's state is made
+			panic("pool: TryAcquire: nil Context")
+		}
+		p = k.lookup(key)
 	}
-	for p := k.member(key); ; p = k.lookup(key) {
+	for ; ; p = k.lookup(key) {
 		if p == nil {
 			return Lease[T]{}, ErrClosed
 		}
@@ -375,7 +383,7 @@ func (k *Keyed[K, T]) Warm(ctx context.Context, keys ...K) error {
 }
 
 func (k *Keyed[K, T]) warm(ctx context.Context, key K) error {
-	for p := k.member(key); ; p = k.lookup(key) {
+	for p := k.lookup(key); ; p = k.lookup(key) {
 		if p == nil {
 			return ErrClosed
 		}
