@@ -40,6 +40,7 @@ type budget[T any] struct {
 	used       int64      // global slots held: the members' live counts summed
 	head, tail *waiter[T] // the waiters for room, oldest first
 	wants      int        // waiters in the queue
+	seq        uint64     // the last arrival's number (waiter.seq)
 	evicting   int64      // evictions started whose slots have not come free
 	// members calls f on every member until f returns false; onEmpty
 	// is told of a member left with no object and no waiter (Keyed).
@@ -47,9 +48,11 @@ type budget[T any] struct {
 	onEmpty func(*Pool[T])
 }
 
-// want queues w, which its member has just queued (at the front of its own
-// queue if front), for global room. Called with the member's mu held.
-func (b *budget[T]) want(w *waiter[T], front bool) {
+// want queues w, which its member has just queued, for global room, in
+// its Acquire's arrival order: a new waiter at the back, one that returns
+// (its handed or fresh object failed its check, or its connect) where its
+// first arrival puts it. Called with the member's mu held.
+func (b *budget[T]) want(w *waiter[T]) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if w.wanting {
@@ -57,21 +60,23 @@ func (b *budget[T]) want(w *waiter[T], front bool) {
 	}
 	w.wanting = true
 	w.passed = 0
-	if front {
-		w.rprev, w.rnext = nil, b.head
-		if b.head != nil {
-			b.head.rprev = w
-		} else {
-			b.tail = w
-		}
-		b.head = w
+	if w.seq == 0 {
+		b.seq++
+		w.seq = b.seq
+	}
+	after := b.tail // the waiter w goes behind: the youngest older than w
+	for after != nil && after.seq > w.seq {
+		after = after.rprev
+	}
+	w.rprev = after
+	if after != nil {
+		w.rnext, after.rnext = after.rnext, w
 	} else {
-		w.rprev, w.rnext = b.tail, nil
-		if b.tail != nil {
-			b.tail.rnext = w
-		} else {
-			b.head = w
-		}
+		w.rnext, b.head = b.head, w
+	}
+	if w.rnext != nil {
+		w.rnext.rprev = w
+	} else {
 		b.tail = w
 	}
 	if b.wants++; b.wants == 1 {

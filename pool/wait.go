@@ -36,7 +36,8 @@ type waiter[T any] struct {
 	owner        *Pool[T]
 	rprev, rnext *waiter[T]
 	wanting      bool
-	passed       int // releases that passed it over (see yieldTo)
+	passed       int    // releases that passed it over (see yieldTo)
+	seq          uint64 // its Acquire's place in the budget's arrival order; 0: none yet
 }
 
 // waitQueue is an intrusive FIFO list of waiters, guarded by Pool.mu.
@@ -128,7 +129,10 @@ func (p *Pool[T]) getWaiter() *waiter[T] {
 	return &waiter[T]{ch: make(chan hand[T], 1), owner: p}
 }
 
-func (p *Pool[T]) putWaiter(w *waiter[T]) { p.waiters.Put(w) }
+func (p *Pool[T]) putWaiter(w *waiter[T]) {
+	w.seq = 0 // the next Acquire that takes it arrives anew
+	p.waiters.Put(w)
+}
 
 // handoff gives h to the oldest waiter, if there is one — for a slot, the
 // oldest that takes one. The waiter leaves the queue under mu; the send
@@ -256,7 +260,7 @@ func (p *Pool[T]) enqueue(w *waiter[T], front, objOnly bool) bool {
 		p.queue.pushBack(w)
 	}
 	if p.kb != nil {
-		p.kb.want(w, front)
+		p.kb.want(w)
 	}
 	p.state.Add(1)
 	return true
