@@ -2,6 +2,7 @@ package pgxmanager_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -81,6 +82,9 @@ func closeAgainstAFrozenServer(t *testing.T, pg *privatePostgres, cleanup time.D
 type freezeContender struct {
 	name  string
 	query func(ctx context.Context) error
+	// fill holds n connections at once under ctx and releases them, so that
+	// the freeze finds the pool full, as a steady workload keeps it.
+	fill  func(ctx context.Context, n int) error
 	close func()
 	// lastOK is the time of the workload's last successful query, Unix ns.
 	lastOK atomic.Int64
@@ -120,7 +124,13 @@ func (c *freezeContender) run(workers int, timeout time.Duration) (stop func()) 
 // median over b.N freezes per contender, and the ratio of poolkit's to
 // database/sql's). The contenders, in the same run, each in freezes of its
 // own (in one freeze the server's backlog on thawing, which each
-// contender's cancel requests and connects fill, would be shared):
+// contender's cancel requests and connects fill, would be shared), each
+// freeze preceded by a fill of the contender's pool (MaxSize connections
+// held at once), so that no connect is in flight when the server freezes:
+// a connect dialled before the freeze is first in the postmaster's queue,
+// and on this loaded machine database/sql, which connects on demand under
+// the query's 200 ms deadline, often still had one pending after the
+// 300 ms warm-up.
 // pgxmanager's facade with the given CleanupTimeout, and database/sql over
 // pgx's stdlib driver. The sub-benchmarks are the default CleanupTimeout
 // (0: no wait for pgconn's clean-up), 250 ms, and 5 s (as Close waited
@@ -154,10 +164,23 @@ func frozenServerRecovery(b *testing.B, pg *privatePostgres, cleanup time.Durati
 		{name: "poolkit", query: func(ctx context.Context) error {
 			_, err := fp.Exec(ctx, "SELECT 1")
 			return err
+		}, fill: func(ctx context.Context, n int) error {
+			return holdAtOnce(n, func() (func(), error) {
+				l, err := fp.Acquire(ctx)
+				return l.Release, err
+			})
 		}, close: func() { _ = fp.Close(context.Background()) }},
 		{name: "database/sql", query: func(ctx context.Context) error {
 			_, err := db.ExecContext(ctx, "SELECT 1")
 			return err
+		}, fill: func(ctx context.Context, n int) error {
+			return holdAtOnce(n, func() (func(), error) {
+				c, err := db.Conn(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return func() { _ = c.Close() }, nil
+			})
 		}, close: func() { _ = db.Close() }},
 	}
 	defer func() {
@@ -171,6 +194,9 @@ func frozenServerRecovery(b *testing.B, pg *privatePostgres, cleanup time.Durati
 	b.ResetTimer()
 	for range b.N {
 		for _, c := range contenders {
+			fctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			require.NoError(b, c.fill(fctx, maxSize), "%s: filling the pool", c.name)
+			cancel()
 			stop := c.run(workers, queryTimeout)
 			time.Sleep(300 * time.Millisecond) // the workload runs on a healthy server
 			pg.signal(syscall.SIGSTOP)
@@ -200,6 +226,24 @@ func frozenServerRecovery(b *testing.B, pg *privatePostgres, cleanup time.Durati
 	b.ReportMetric(float64(pk)/float64(std), "poolkit/database-sql")
 	b.ReportMetric(float64(fp.Stat().ForcedCloseCount()-forced)/float64(b.N), "forced-closes/op")
 	b.Logf("first success after the thaw: poolkit %v, database/sql %v", recovery["poolkit"], recovery["database/sql"])
+}
+
+// holdAtOnce takes n connections with take, all held at the same time,
+// then releases them.
+func holdAtOnce(n int, take func() (release func(), err error)) error {
+	releases := make([]func(), n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { releases[i], errs[i] = take() })
+	}
+	wg.Wait()
+	for i, r := range releases {
+		if errs[i] == nil {
+			r()
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // BenchmarkCleanupAfterACutQuery measures pgconn's clean-up of a
