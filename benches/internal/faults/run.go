@@ -189,7 +189,12 @@ func runOne(ctx context.Context, srv server, k contender, fault string, s result
 	loadEnd := time.Since(l.t0)
 	c.close()
 	p.close() // ends what is stuck on a connection
-	l.wait()
+	// A contender that deadlocks (no close reaches what its workers wait
+	// on) leaves them for good: the round goes on without their records,
+	// and counts them stuck.
+	if lost := l.wait(workerExitGrace); lost > stuck {
+		stuck = lost
+	}
 	if ferr != nil {
 		return results.FaultRound{}, ferr
 	}
@@ -198,6 +203,10 @@ func runOne(ctx context.Context, srv server, k contender, fault string, s result
 	r.MaxConns, r.Stuck, r.FirstError = p.hold.MostConns(), stuck, l.firstError()
 	return r, nil
 }
+
+// workerExitGrace is how long a round waits for its workers to return once
+// the contender and the path are closed.
+const workerExitGrace = 10 * time.Second
 
 // settle waits, at most 30 s, until srv answers and the previous run's
 // connections are gone.
@@ -258,15 +267,16 @@ type load struct {
 	inFlight atomic.Int64
 	wg       sync.WaitGroup
 	done     chan struct{} // closed when every worker has returned
-	logs     [][]record    // one per worker, its own until done
-	errOnce  sync.Once
+	logs     [][]record    // one per worker, its own until it returns
+	returned []atomic.Bool // set by each worker as it returns: its log is the round's then
+	errMu    sync.Mutex
 	firstErr string
 }
 
 // startLoad starts s.Workers goroutines running c.op in a loop, each under
 // the deadline.
 func startLoad(c client, s results.FaultSettings) *load {
-	l := &load{t0: time.Now(), logs: make([][]record, s.Workers), done: make(chan struct{})}
+	l := &load{t0: time.Now(), logs: make([][]record, s.Workers), returned: make([]atomic.Bool, s.Workers), done: make(chan struct{})}
 	deadline := time.Duration(s.DeadlineNs)
 	for i := range s.Workers {
 		l.wg.Go(func() { l.work(i, c, deadline) })
@@ -276,6 +286,7 @@ func startLoad(c client, s results.FaultSettings) *load {
 }
 
 func (l *load) work(i int, c client, deadline time.Duration) {
+	defer l.returned[i].Store(true)
 	for !l.stopped.Load() {
 		start := time.Since(l.t0)
 		ctx, cancel := context.WithTimeout(context.Background(), deadline)
@@ -285,7 +296,11 @@ func (l *load) work(i int, c client, deadline time.Duration) {
 		cancel()
 		l.logs[i] = append(l.logs[i], record{start: start, dur: time.Since(l.t0) - start, failed: err != nil})
 		if err != nil {
-			l.errOnce.Do(func() { l.firstErr = oneLine(err.Error()) })
+			l.errMu.Lock()
+			if l.firstErr == "" {
+				l.firstErr = oneLine(err.Error())
+			}
+			l.errMu.Unlock()
 		}
 	}
 }
@@ -302,20 +317,37 @@ func (l *load) stop(grace time.Duration) int {
 	}
 }
 
-// wait waits for every worker, once what they were stuck on is closed.
-func (l *load) wait() { <-l.done }
+// wait waits up to grace for every worker, once what they were stuck on is
+// closed, and returns how many have not returned.
+func (l *load) wait(grace time.Duration) int {
+	select {
+	case <-l.done:
+		return 0
+	case <-time.After(grace):
+	}
+	n := 0
+	for i := range l.returned {
+		if !l.returned[i].Load() {
+			n++
+		}
+	}
+	return n
+}
 
-// records is every worker's records, once they have all returned.
+// records is the records of every worker that has returned.
 func (l *load) records() []record {
 	var out []record
-	for _, r := range l.logs {
-		out = append(out, r...)
+	for i, r := range l.logs {
+		if l.returned[i].Load() {
+			out = append(out, r...)
+		}
 	}
 	return out
 }
 
 func (l *load) firstError() string {
-	<-l.done
+	l.errMu.Lock()
+	defer l.errMu.Unlock()
 	return l.firstErr
 }
 
