@@ -72,6 +72,18 @@
 // panic in the Manager on one of the pool's own goroutines (a connect, a
 // close) is recovered and reported as a *PanicError.
 //
+// # Keyed pools
+//
+// [Keyed] is a pool per key — a tenant's database, a cluster node, an
+// upstream host — under one budget: [KeyedConfig.MaxSize] bounds all keys'
+// objects together, exactly, and MaxSizePerKey each key's. Each key's
+// objects are a Pool's, with its leases, checks, Observer and Stats. At the
+// cap, a key that needs an object closes the least recently used idle
+// object of a key nobody waits for ([CloseEvict]) rather than wait; waiters
+// for room are served in arrival order across keys; a key's state is
+// dropped once it has no object and no waiter. [manager.Keyed] is its
+// manager contract.
+//
 // # Errors
 //
 // Acquire returns [ErrClosed] after Close; TryAcquire returns [ErrExhausted] when
@@ -83,6 +95,6 @@
 // returns errors matching [ErrInvalidConfig] that name the bad field.
 //
 // See docs/DESIGN.md in the repository for the wake-up protocol and the
-// invariants, and docs/decisions/0003, 0004, 0006, 0008 and 0010 to 0012
-// for the measured choices.
+// invariants, and docs/decisions/0003, 0004, 0006, 0008, 0010 to 0012 and
+// 0014 (keyed pools) for the measured choices.
 package pool
