@@ -41,7 +41,10 @@ func (t timeline) figures() results.FaultRound {
 			tail = append(tail, float64(k.dur.Nanoseconds()))
 		}
 	}
-	r.P999Ns, r.MaxNs = quantile(tail, 0.999), quantile(tail, 1)
+	r.P999Ns, r.MaxNs = -1, -1
+	if len(tail) > 0 {
+		r.P999Ns, r.MaxNs = quantile(tail, 0.999), quantile(tail, 1)
+	}
 	r.Throughput = t.throughput()
 	r.BaselineOpsPerSec = t.baseline(r.Throughput)
 	r.RecoveryNs = t.recovery(r.Throughput, r.BaselineOpsPerSec)
@@ -68,7 +71,7 @@ func (t timeline) baseline(tp []int) float64 {
 	skip := min(time.Second, t.faultStart/3)
 	lo, hi := int(skip/t.bucket), int(t.faultStart/t.bucket)
 	if hi <= lo {
-		return math.NaN()
+		return 0
 	}
 	sum := 0
 	for _, n := range tp[lo:hi] {
@@ -81,7 +84,7 @@ func (t timeline) baseline(tp []int) float64 {
 // results.RecoveryWindow buckets, starting at or after it, whose rate is
 // back to 90% of the baseline; -1 if none is.
 func (t timeline) recovery(tp []int, baseline float64) int64 {
-	if math.IsNaN(baseline) || baseline == 0 {
+	if baseline == 0 {
 		return -1
 	}
 	w := results.RecoveryWindow

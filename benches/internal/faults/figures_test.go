@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 	"time"
@@ -56,4 +57,22 @@ func TestQuantile(t *testing.T) {
 	assert.Equal(t, 1000.0, quantile(xs, 1))
 	assert.Equal(t, 500.0, quantile(xs, 0.5))
 	assert.True(t, math.IsNaN(quantile(nil, 0.5)))
+}
+
+func TestFiguresOfARoundInWhichNoOperationReturnedCanBeWritten(t *testing.T) {
+	// A contender that deadlocks at the fault: operations before it, none
+	// returned after it (the run counts those as stuck).
+	tl := timeline{records: steady(0, 3*time.Second, time.Hour, time.Hour),
+		faultStart: 3 * time.Second, faultEnd: 4 * time.Second, loadEnd: 6 * time.Second, bucket: 100 * time.Millisecond}
+	r := tl.figures()
+	assert.EqualValues(t, -1, r.P999Ns, "no latency after the fault")
+	assert.EqualValues(t, -1, r.MaxNs)
+	assert.EqualValues(t, -1, r.RecoveryNs)
+	_, err := json.Marshal(r)
+	assert.NoError(t, err)
+
+	empty := timeline{faultStart: 0, faultEnd: time.Second, loadEnd: 2 * time.Second, bucket: 100 * time.Millisecond}.figures()
+	assert.Zero(t, empty.BaselineOpsPerSec, "no time before the fault")
+	_, err = json.Marshal(empty)
+	assert.NoError(t, err)
 }

@@ -73,14 +73,16 @@ type FaultRound struct {
 	FaultStartNs int64 `json:"fault_start_ns"`
 	FaultEndNs   int64 `json:"fault_end_ns"`
 	// BaselineOpsPerSec is the throughput before the fault (successful
-	// operations, the first second of load left out).
+	// operations, the first second of load left out); 0 if the fault
+	// started too early to measure one.
 	BaselineOpsPerSec float64 `json:"baseline_ops_per_sec"`
 	// RecoveryNs is the time from the fault's end until the throughput,
 	// over a window of five buckets, was back to 90% of the baseline; -1 if
 	// it never was before the run ended.
 	RecoveryNs int64 `json:"recovery_ns"`
 	// P999Ns and MaxNs are the latency of the operations that started at
-	// or after the fault's start, failed ones included.
+	// or after the fault's start and returned, failed ones included; -1 if
+	// none returned (the stuck ones are counted in Stuck).
 	P999Ns float64 `json:"p999_ns"`
 	MaxNs  float64 `json:"max_ns"`
 	// MaxConns is the most connections open to the server at once,
@@ -133,8 +135,10 @@ func (r FaultResult) Summarize() FaultSummary {
 		} else {
 			rec = append(rec, float64(k.RecoveryNs)/1e9)
 		}
-		p999 = append(p999, k.P999Ns)
-		mx = append(mx, k.MaxNs)
+		if k.MaxNs >= 0 {
+			p999 = append(p999, k.P999Ns)
+			mx = append(mx, k.MaxNs)
+		}
 		conns = append(conns, float64(k.MaxConns))
 		stuck = append(stuck, float64(k.Stuck))
 		ops = append(ops, float64(k.Ops))
