@@ -1,6 +1,8 @@
 package results
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -138,11 +140,53 @@ type KeyedRound struct {
 }
 
 // TenantP99 summarises the tenants' p99s of one latency: the worst
-// tenant's, and the median over the tenants.
+// tenant's, and the median over the tenants; NaN where no tenant was
+// measured (written as null, which JSON has for it).
 type TenantP99 struct {
 	WorstNs     float64 `json:"worst_ns"`
 	WorstTenant string  `json:"worst_tenant,omitempty"`
 	MedianNs    float64 `json:"median_ns"`
+}
+
+// tenantP99JSON is TenantP99 as written: nil for NaN.
+type tenantP99JSON struct {
+	WorstNs     *float64 `json:"worst_ns"`
+	WorstTenant string   `json:"worst_tenant,omitempty"`
+	MedianNs    *float64 `json:"median_ns"`
+}
+
+// MarshalJSON writes NaN as null.
+func (p TenantP99) MarshalJSON() ([]byte, error) {
+	return json.Marshal(tenantP99JSON{WorstNs: nanNil(p.WorstNs), WorstTenant: p.WorstTenant, MedianNs: nanNil(p.MedianNs)})
+}
+
+// UnmarshalJSON reads null as NaN; like ReadJSON, it refuses unknown
+// fields.
+func (p *TenantP99) UnmarshalJSON(b []byte) error {
+	var j tenantP99JSON
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return err
+	}
+	*p = TenantP99{WorstNs: nilNaN(j.WorstNs), WorstTenant: j.WorstTenant, MedianNs: nilNaN(j.MedianNs)}
+	return nil
+}
+
+// nanNil is &x, or nil for NaN.
+func nanNil(x float64) *float64 {
+	if math.IsNaN(x) {
+		return nil
+	}
+	return &x
+}
+
+// nilNaN is *p, or NaN for nil.
+func nilNaN(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
 }
 
 // QueriesPerSec is the round's successful queries per second.

@@ -166,3 +166,17 @@ func TestMergeTakesTheKeyedCaseOfTheLaterRunAndSaysWhereItCameFrom(t *testing.T)
 func TestKeyedSettingsLeaveTheReservedSlotsOut(t *testing.T) {
 	assert.Equal(t, 37, keyedSample().Settings.ClientSlots())
 }
+
+func TestKeyedRoundWithoutAMeasuredTenantRoundTripsThroughJSON(t *testing.T) {
+	f := sample()
+	f.Keyed = keyedSample()
+	f.Keyed.Results[0].Rounds[0] = keyedRound(10, 10, 10, math.NaN(), math.NaN(), "")
+	var b bytes.Buffer
+	require.NoError(t, results.WriteJSON(&b, f), "NaN is written as null")
+	assert.Contains(t, b.String(), `"worst_ns": null`)
+	got, err := results.ReadJSON(&b)
+	require.NoError(t, err)
+	r := got.Keyed.Results[0].Rounds[0]
+	assert.True(t, math.IsNaN(r.Acquire.WorstNs) && math.IsNaN(r.Query.MedianNs), "null is read as NaN")
+	assert.Equal(t, f.Keyed.Results[0].Rounds[1], got.Keyed.Results[0].Rounds[1])
+}
