@@ -209,3 +209,13 @@ func TestCommandLineQuotesForTheShell(t *testing.T) {
 	assert.Equal(t, "poolbench -mode=all -note 'it'\\''s a test' -o docs/benchmarks/results.json",
 		commandLine([]string{"-mode=all", "-note", "it's a test", "-o", "docs/benchmarks/results.json"}))
 }
+
+func TestTheMachineRecordNamesTheVersionOfEveryComparedModule(t *testing.T) {
+	got := results.ThisMachine().Compared
+	var paths []string
+	for _, m := range got {
+		paths = append(paths, m.Path)
+		assert.True(t, strings.HasPrefix(m.Version, "v"), "%s has a release version, not %q", m.Path, m.Version)
+	}
+	assert.Equal(t, results.ComparedModules, paths, "every contender's module is built into poolbench")
+}

@@ -82,6 +82,7 @@ func TestEveryLinkOfTheReportResolves(t *testing.T) {
 
 func TestWriteMakesASummaryAPagePerGroupAndAChartPerCase(t *testing.T) {
 	f := fixture(t)
+	f.Machine.Compared = []results.Module{{Path: "github.com/jackc/puddle/v2", Version: "v2.2.3"}, {Path: "github.com/redis/go-redis/v9", Version: "v9.23.0"}}
 	docs := t.TempDir()
 	charts := filepath.Join(docs, report.ChartDir)
 	require.NoError(t, os.MkdirAll(charts, 0o755))
@@ -101,6 +102,7 @@ func TestWriteMakesASummaryAPagePerGroupAndAChartPerCase(t *testing.T) {
 		"go run ./benches/cmd/poolbench publish", "Mann–Whitney U", "Hodges–Lehmann",
 		f.Machine.CPU, f.Machine.GoVersion, f.Machine.Kernel, f.Machine.Commit, f.Note,
 		"[Pool/Exchange](benchmarks/pool-exchange.md)", "[Bytes/Mixed](benchmarks/bytes-mixed.md)",
+		"| Compared with | `github.com/jackc/puddle/v2` v2.2.3, `github.com/redis/go-redis/v9` v9.23.0 |",
 	} {
 		assert.Contains(t, string(summary), want)
 	}

@@ -173,6 +173,13 @@ func writeMachine(w io.Writer, f results.File) {
 	p("| GOMAXPROCS | %d |\n", m.GOMAXPROCS)
 	p("| Operating system | %s (%s/%s) |\n", m.Kernel, m.OS, m.Arch)
 	p("| Go | %s |\n", m.GoVersion)
+	if len(m.Compared) > 0 {
+		var mods []string
+		for _, c := range m.Compared {
+			mods = append(mods, fmt.Sprintf("`%s` %s", c.Path, c.Version))
+		}
+		p("| Compared with | %s |\n", strings.Join(mods, ", "))
+	}
 	srcs := f.Sources()
 	if f.OneCommit() {
 		p("| Commit | `%s` |\n", m.Commit)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 )
@@ -24,6 +25,51 @@ type Machine struct {
 	Commit     string `json:"commit"` // git rev-parse HEAD, or "unknown"
 	// Dirty says that tracked files differed from Commit when the run began.
 	Dirty bool `json:"dirty,omitempty"`
+	// Compared is the version of each module of ComparedModules built into
+	// the run: the code poolkit was measured against.
+	Compared []Module `json:"compared,omitempty"`
+}
+
+// Module is a module's path and version.
+type Module struct {
+	Path    string `json:"path"`
+	Version string `json:"version"`
+}
+
+// ComparedModules are the modules of the contenders other than poolkit's
+// own and the standard library's, in the order a reader meets them.
+var ComparedModules = []string{
+	"github.com/jackc/puddle/v2",
+	"github.com/valyala/bytebufferpool",
+	"github.com/libp2p/go-buffer-pool",
+	"github.com/jackc/pgx/v5",
+	"github.com/redis/go-redis/v9",
+}
+
+// compared picks ComparedModules out of deps, in that order.
+func compared(deps []*debug.Module) []Module {
+	var out []Module
+	for _, path := range ComparedModules {
+		for _, d := range deps {
+			if d.Path != path {
+				continue
+			}
+			if d.Replace != nil {
+				d = d.Replace
+			}
+			out = append(out, Module{Path: path, Version: d.Version})
+		}
+	}
+	return out
+}
+
+// comparedModules is compared of the running binary's dependencies.
+func comparedModules() []Module {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return nil
+	}
+	return compared(bi.Deps)
 }
 
 // ThisMachine describes the machine the process runs on, now.
@@ -39,6 +85,7 @@ func ThisMachine() Machine {
 		Date:       time.Now().UTC().Format(time.RFC3339),
 		Commit:     commit(),
 		Dirty:      command("git", "status", "--porcelain", "--untracked-files=no") != "",
+		Compared:   comparedModules(),
 	}
 }
 
