@@ -196,8 +196,9 @@ connections open through it, and toxiproxy behind that for the added latency.
   first second left out), *never* if they were not by the end; the p99.9 and the maximum latency of
   the operations started from the fault on that returned, failed ones included (a dash where none
   returned); the most connections open to the server at once, counted at the proxy; and the
-  operations still running when the grace period ended (*stuck*), which no latency figure includes. The charts give the successful operations per second, bucket by bucket, of the
-  first round, with the fault shaded.
+  operations still running when the grace period ended (*stuck*), which no latency figure includes.
+  The charts give the successful operations per second, bucket by bucket, of the first round, with
+  the fault shaded.
 `, listOf(servers), st.Workers, st.MaxSize, time.Duration(st.DeadlineNs), time.Duration(st.BeforeNs),
 		time.Duration(st.HoldNs), time.Duration(st.AfterNs), time.Duration(st.GraceNs), st.MaxSize, st.MaxSize,
 		st.MaxSize, st.MaxSize, st.Rounds, plural(st.Rounds), results.RecoveryWindow, time.Duration(st.BucketNs))
