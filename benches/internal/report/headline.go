@@ -177,14 +177,21 @@ func shortVerdict(v *results.Verdict, more, less string) string {
 
 // tallySentence counts, over the cells of picked, where poolkit is faster
 // than a competitor, where it is slower and where the test cannot tell, and
-// names every loss, the worst goroutine's p99 included; the floor is left
-// out of the count.
+// names every loss, the worst goroutine's p99 included; the floor and
+// poolkit's own variants (pgxmanager, a keyed pool) are left out of the
+// count, and the sentence says so.
 func tallySentence(picked []results.Case) string {
 	var won, tied, untested int
-	var lost, tailLost []string
+	var lost, tailLost, own []string
 	for _, c := range picked {
 		for _, s := range c.Summaries() {
 			if s.Reference || s.Floor || s.Vs == nil {
+				continue
+			}
+			if poolkitFamily(s.Name) {
+				if !slices.Contains(own, s.Name) {
+					own = append(own, s.Name)
+				}
 				continue
 			}
 			switch v := s.Vs; {
@@ -219,6 +226,13 @@ func tallySentence(picked []results.Case) string {
 		out += " Its worst goroutine's p99 is higher than " + listOf(tailLost) + "."
 	} else {
 		out += " No competitor's worst-goroutine p99 is lower than poolkit's by the test."
+	}
+	switch len(own) {
+	case 0:
+	case 1:
+		out += " poolkit's own " + own[0] + " is not counted."
+	default:
+		out += " poolkit's own " + listOf(own) + " are not counted."
 	}
 	return out
 }
