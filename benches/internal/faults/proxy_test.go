@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 )
 
 // echoServer answers every line with itself until closed.
-func echoServer(t *testing.T) string {
+func echoServer(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -128,4 +129,44 @@ func TestLatencyProxyDelaysRepliesUntilRemoved(t *testing.T) {
 	got, err = roundTrip(c, r, "fast", time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, "fast\n", got)
+}
+
+// BenchmarkHoldProxyCountOfChurningClients measures how far the proxy's
+// count of connections open to the server runs ahead of the clients' when
+// they close a connection and dial the next at once, as pools do after a
+// fault: 8 clients, each with at most one connection open (a round trip
+// through it, then a close), against most-conns, the most the proxy held
+// open upstream at once. The proxy learns of a close only when its reader
+// next runs, so on a loaded machine it counts a closed connection a while.
+//
+//	go test -run '^$' -bench HoldProxyCountOfChurningClients -benchtime 20000x ./internal/faults
+func BenchmarkHoldProxyCountOfChurningClients(b *testing.B) {
+	const clients = 8
+	p, err := listenHold(echoServer(b))
+	require.NoError(b, err)
+	defer p.Close()
+	next := make(chan struct{})
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for range next {
+				c, err := net.Dial("tcp", p.Addr())
+				if err != nil {
+					b.Error(err)
+					continue
+				}
+				if _, err := roundTrip(c, bufio.NewReader(c), "x", 5*time.Second); err != nil {
+					b.Error(err)
+				}
+				_ = c.Close()
+			}
+		})
+	}
+	for b.Loop() {
+		next <- struct{}{}
+	}
+	close(next)
+	wg.Wait()
+	b.ReportMetric(float64(p.MostConns()), "most-conns")
+	b.ReportMetric(clients, "clients")
 }

@@ -197,6 +197,11 @@ connections open through it, and toxiproxy behind that for the added latency.
   the operations started from the fault on that returned, failed ones included (a dash where none
   returned); the most connections open to the server at once, counted at the proxy; and the
   operations still running when the grace period ended (*stuck*), which no latency figure includes.
+  The proxy learns of a client's close only when its reader next runs, so when clients close and
+  dial again at once, as pools do after a fault, it holds connections to the server that the
+  clients have already closed: 8 clients each holding at most one connection reach 14 or 15 in
+  `+"`BenchmarkHoldProxyCountOfChurningClients`"+` (benches/internal/faults) on this machine. A count
+  above MaxSize is the server's view through the proxy, not a count of the pool's sockets.
   The charts give the successful operations per second, bucket by bucket, of the first round, with
   the fault shaded.
 `, listOf(servers), st.Workers, st.MaxSize, time.Duration(st.DeadlineNs), time.Duration(st.BeforeNs),
