@@ -9,9 +9,10 @@
 // pgconn's background reader; a ping runs detached from the acquirer's
 // context, bounded by PingTimeout; its CheckRelease refuses a connection
 // released closed, busy or inside a transaction, or one AfterRelease
-// refuses; Close runs BeforeClose, bounds the goodbye by CloseTimeout, and
-// waits for pgconn's clean-up of a connection pgconn closed on an error only
-// up to CleanupTimeout (by default not at all).
+// refuses; Close runs BeforeClose, says goodbye and returns once the server
+// has let go of the connection (its backend has exited), within
+// CloseTimeout: the server never holds more of a pool's connections than
+// its MaxSize.
 //
 // Pool is a facade over pool.Pool[*pgx.Conn] with pgxpool.Pool's methods:
 // Exec, Query, QueryRow, SendBatch, Begin, BeginTx, CopyFrom, Ping, each

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,9 +22,9 @@ const (
 	DefaultPingAfter = time.Second
 	// DefaultPingTimeout is Config.PingTimeout's default.
 	DefaultPingTimeout = 5 * time.Second
-	// DefaultCloseTimeout is Config.CloseTimeout's default: the goodbye of a
-	// connection (a Terminate message written) takes microseconds unless the
-	// socket's buffer is full, as towards a server that stopped reading.
+	// DefaultCloseTimeout is Config.CloseTimeout's default: a connection's
+	// close (a Terminate message written, the server's backend gone) takes
+	// a millisecond or two unless the server has stopped answering.
 	DefaultCloseTimeout = 250 * time.Millisecond
 )
 
@@ -86,24 +87,20 @@ type Config struct {
 	// once and the ping finishes without it (see Recycle). 0:
 	// DefaultPingTimeout. Negative is invalid.
 	PingTimeout time.Duration
-	// CloseTimeout bounds the goodbye of a connection Close closes (a
-	// Terminate message, written unless the socket's buffer is full), after
-	// which the socket is closed regardless. 0: DefaultCloseTimeout.
-	// Negative is invalid.
+	// CloseTimeout bounds the close of a connection (see Manager.Close): its
+	// goodbye and the wait for the server to let go of it, after which the
+	// socket is closed regardless and the pool's slot is free. 0:
+	// DefaultCloseTimeout. Negative is invalid.
 	CloseTimeout time.Duration
 	// CleanupTimeout is how long Close waits for pgconn's clean-up of a
 	// connection pgconn already closed on an error (a query cut short by its
 	// context, a broken socket): a cancel request, on a connection of its
 	// own, then reading what the server still sends on this one, up to 15 s.
-	// 0 (the default): Close closes the socket at once and the cancel
-	// request goes on without it, so that the slot is free for a new
-	// connection at once, as database/sql frees it. Positive: Close waits up
-	// to that long, so that the server's backend is gone before the slot
-	// is used again (for a server whose max_connections leaves no room for
-	// one more), and closes the socket itself past it; a server that stops
-	// answering then holds each such slot for CleanupTimeout. Either way
-	// Manager.ForcedCloses counts the closes that did not wait for the end.
-	// Negative is invalid.
+	// 0 (the default): Close ends the stream at once and waits only for the
+	// server to let go (within CloseTimeout, as for any close); the cancel
+	// request goes on without it. Positive: Close first gives pgconn's
+	// clean-up up to that long, which leaves no "connection reset" line in
+	// the server's log. Negative is invalid.
 	CleanupTimeout time.Duration
 }
 
@@ -197,11 +194,9 @@ func poolParam(cc *pgx.ConnConfig) (string, bool) {
 }
 
 // ForcedCloses returns how many Close calls closed a connection's socket
-// themselves before the connection's end was complete: a goodbye that did
-// not finish within CloseTimeout (a full socket buffer, as towards a server
-// that stopped reading), or pgconn's clean-up of a connection it closed on
-// an error, not waited for (CleanupTimeout 0) or not finished within
-// CleanupTimeout (a server that stopped answering).
+// before the server had let go of it: the server did not close its end
+// within CloseTimeout (it stopped answering, or was still busy), or a ping
+// left on the connection was cut short (see Close).
 func (m *Manager) ForcedCloses() uint64 { return m.forced.Load() }
 
 // Connect opens a connection under ctx (which bounds the whole start-up:
@@ -215,19 +210,27 @@ func (m *Manager) Connect(ctx context.Context) (*pgx.Conn, error) {
 // connect is Connect with the connection configuration cc, which it does
 // not modify.
 func (m *Manager) connect(ctx context.Context, cc *pgx.ConnConfig) (*pgx.Conn, error) {
+	cc = cc.Copy()
 	if m.cfg.BeforeConnect != nil {
-		cc = cc.Copy()
 		if err := guard("BeforeConnect", func() error { return m.cfg.BeforeConnect(ctx, cc) }); err != nil {
 			return nil, err
 		}
 	}
+	dial, connected := dialLingering(cc.DialFunc)
+	cc.DialFunc = dial
 	c, err := pgx.ConnectConfig(ctx, cc)
 	if err != nil {
+		// A backend that got as far as a slot is gone before the connect's
+		// slot is free (see Close).
+		linger(connected(), time.Now().Add(m.cfg.CloseTimeout))
 		return nil, err
+	}
+	if dup := connected(); dup != nil {
+		_ = dup.Close()
 	}
 	if m.cfg.AfterConnect != nil {
 		if err := guard("AfterConnect", func() error { return m.cfg.AfterConnect(ctx, c) }); err != nil {
-			_ = m.closeConn(c) // the pool never saw it: no BeforeClose
+			_, _ = m.closeConn(c) // the pool never saw it: no BeforeClose
 			return nil, err
 		}
 	}
@@ -426,8 +429,14 @@ func checkState(c *pgx.Conn) error {
 	return nil
 }
 
-// Close closes c, after BeforeClose: a Terminate message, then the socket,
-// within CloseTimeout.
+// Close closes c, after BeforeClose: a Terminate message, then the end of
+// the stream, and returns once the server has let go of the connection (it
+// has closed its end: its backend has exited, and no longer counts against
+// max_connections), or once CloseTimeout has passed, whichever is first.
+// So the pool, which frees c's slot when Close returns, never has more
+// connections on the server than MaxSize, and a server that cannot answer
+// (frozen, partitioned) holds a slot for CloseTimeout at most. A close that
+// did not see the server let go counts in ForcedCloses.
 //
 // A ping that a Recycle left on c (see Recycle) is collected first. If the
 // server has answered it, c is closed as any other connection. If the ping
@@ -441,50 +450,58 @@ func checkState(c *pgx.Conn) error {
 // pgconn's: a cancel request on a connection of its own, then reading what
 // the server still sends on this one, for up to 15 s when the server does
 // not answer. Close waits for that for CleanupTimeout (by default not at
-// all), then closes the socket itself (ForcedCloses counts it); the cancel
-// request goes on without it. So the connection's slot, which the pool
-// frees when Close returns, is never held for a server that stopped
-// answering (frozen, partitioned) beyond CleanupTimeout, and the socket is
-// closed before it is freed.
+// all), then ends the stream itself and waits for the server as above; the
+// cancel request goes on without it.
 func (m *Manager) Close(c *pgx.Conn) error {
-	cut := false
+	var (
+		cut bool
+		dup net.Conn // a descriptor of the socket the cut closed (see linger)
+	)
 	if m.parked.Load() != 0 {
 		if p := m.unpark(c); p != nil {
-			cut = p.collect(c.PgConn())
+			cut, dup = p.collect(c.PgConn())
 		}
 	}
 	var hookErr error
 	if m.cfg.BeforeClose != nil {
 		hookErr = guard("BeforeClose", func() error { m.cfg.BeforeClose(c); return nil })
 	}
+	var err error
+	letGo := true
 	if cut {
 		m.closeCut(c)
-		return hookErr
+		letGo = linger(dup, time.Now().Add(m.cfg.CloseTimeout))
+	} else {
+		letGo, err = m.closeConn(c)
 	}
-	return errors.Join(hookErr, m.closeConn(c))
+	if cut || !letGo {
+		m.forced.Add(1)
+	}
+	return errors.Join(hookErr, err)
 }
 
 // collect ends p, a ping parked on the connection pc, for Close, and
 // reports whether it cut the ping short. An ended ping (answered, or
 // failed, which closed pc) leaves pc as the ping left it. One still waiting
 // for the server is cut: its context ends, and the socket is closed, which
-// ends its read whatever pgconn's context handler does.
-func (p *ping) collect(pc *pgconn.PgConn) (cut bool) {
+// ends its read whatever pgconn's context handler does; collect returns a
+// descriptor of the socket taken before (see linger), or nil.
+func (p *ping) collect(pc *pgconn.PgConn) (cut bool, dup net.Conn) {
 	select {
 	case <-p.done:
-		return false
+		return false, nil
 	default:
 	}
 	p.cancel()
+	dup = dupSocket(pc.Conn())
 	_ = pc.Conn().Close()
 	<-p.done
-	return true
+	return true, dup
 }
 
 // closeCut is Close's end of a connection whose socket Close closed to cut
-// its ping short: no goodbye can reach the server, and the close is forced.
+// its ping short: no goodbye can reach the server.
 func (m *Manager) closeCut(c *pgx.Conn) {
-	m.forced.Add(1)
 	pc := c.PgConn()
 	if pc.IsClosed() { // the usual case: the cut failed the ping, and pgconn closed pc
 		m.awaitCleanup(pc) // under CleanupTimeout, for the cancel request of the ping
@@ -497,29 +514,28 @@ func (m *Manager) closeCut(c *pgx.Conn) {
 	_ = c.Close(context.Background())
 }
 
-// closeConn is Close's goodbye, bounded by CloseTimeout, or for a
-// connection pgconn closed, its wait for pgconn's clean-up.
-func (m *Manager) closeConn(c *pgx.Conn) error {
+// closeConn is Close's goodbye and wait for the server to let go, both
+// within CloseTimeout, or for a connection pgconn closed, its wait for
+// pgconn's clean-up and then for the server. It reports whether the server
+// let go in time.
+func (m *Manager) closeConn(c *pgx.Conn) (letGo bool, err error) {
 	pc := c.PgConn()
 	if pc.IsClosed() {
-		if !m.awaitCleanup(pc) {
-			m.forced.Add(1)
-		}
-		return nil
+		return m.awaitCleanup(pc), nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CloseTimeout)
+	deadline := time.Now().Add(m.cfg.CloseTimeout)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	err := c.Close(ctx)   // closes the socket on return, whatever the error
-	if ctx.Err() != nil { // the goodbye was cut short by the deadline
-		m.forced.Add(1)
-	}
-	return err
+	letGo = closeLingering(pc.Conn(), deadline, func() { err = c.Close(ctx) })
+	return letGo, err
 }
 
 // awaitCleanup waits up to CleanupTimeout for pgconn's clean-up of pc,
-// which pgconn closed, and reports whether it ended; if not, it closes the
-// socket, which ends pgconn's drain of it (its cancel request goes on).
-func (m *Manager) awaitCleanup(pc *pgconn.PgConn) (ended bool) {
+// which pgconn closed, which ends once the server has let go. If it has
+// not ended, it closes the socket, which ends pgconn's drain of it (its
+// cancel request goes on), and waits for the server to let go within
+// CloseTimeout. It reports whether the server let go in time.
+func (m *Manager) awaitCleanup(pc *pgconn.PgConn) (letGo bool) {
 	select {
 	case <-pc.CleanupDone():
 		return true
@@ -534,6 +550,6 @@ func (m *Manager) awaitCleanup(pc *pgconn.PgConn) (ended bool) {
 		case <-t.C:
 		}
 	}
-	_ = pc.Conn().Close()
-	return false
+	nc := pc.Conn()
+	return closeLingering(nc, time.Now().Add(m.cfg.CloseTimeout), func() { _ = nc.Close() })
 }

@@ -104,9 +104,10 @@ var pgBinDirs = []string{"/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin"}
 
 // startPostgres initialises and starts a private PostgreSQL on a port of
 // its own (trust authentication, user postgres, database postgres),
-// stopped at the end of the test. It skips the test where initdb or pg_ctl
-// is missing.
-func startPostgres(t testing.TB) *privatePostgres {
+// stopped at the end of the test, with settings (name=value) passed to the
+// server beside the defaults (max_connections=100). It skips the test
+// where initdb or pg_ctl is missing.
+func startPostgres(t testing.TB, settings ...string) *privatePostgres {
 	t.Helper()
 	initdb := findBinary(t, "initdb", pgBinDirs...)
 	pgctl := findBinary(t, "pg_ctl", pgBinDirs...)
@@ -116,6 +117,9 @@ func startPostgres(t testing.TB) *privatePostgres {
 	run(t, cred, initdb, "--no-sync", "-A", "trust", "-U", "postgres", "-E", "UTF8", "-D", data)
 	port := freePort(t)
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100", port, dir)
+	for _, kv := range settings {
+		opts += " -c " + kv
+	}
 	run(t, cred, pgctl, "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start")
 	pg := &privatePostgres{t: t, data: data,
 		dsn: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)}

@@ -74,7 +74,7 @@ func (s *Stat) MaxIdleDestroyCount() int64 { return int64(s.s.ClosedBy[pool.Clos
 // Pool).
 func (s *Stat) RetryCount() int64 { return s.retries }
 
-// ForcedCloseCount returns the cumulative count of closes whose socket
-// Close had to close itself (see Manager.Close); 0 for a Pool made by
+// ForcedCloseCount returns the cumulative count of closes that closed the
+// socket before the server had let go (see Manager.Close); 0 for a Pool made by
 // NewPool, whose Manager it does not know (Manager.ForcedCloses has it).
 func (s *Stat) ForcedCloseCount() int64 { return int64(s.forced) }
