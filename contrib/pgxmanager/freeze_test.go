@@ -22,10 +22,11 @@ import (
 
 // A server that stops answering (SIGSTOP) cannot complete a close: pgconn's
 // clean-up of a connection whose query was cut short (a cancel request,
-// then reading what the server still sends) would wait 15 s. Manager.Close
-// closes the socket itself, at once (CleanupTimeout 0, the default) or
-// after CleanupTimeout, and counts it, so the slots are free again while
-// the server is still frozen.
+// then reading what the server still sends) would wait 15 s, and the
+// server cannot let go of the connection. Manager.Close waits for it
+// within CloseTimeout only (after CleanupTimeout, if set), then closes the
+// socket and counts a forced close, so the slots are free again while the
+// server is still frozen.
 func TestCloseAgainstAFrozenServerEndsTheSocket(t *testing.T) {
 	pg := startPostgres(t)
 	for _, cleanup := range []time.Duration{0, 100 * time.Millisecond} {
