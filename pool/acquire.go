@@ -160,8 +160,8 @@ func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) 
 			// maintainer's back-off says (see topUpMinIdle).
 			if p.reserve() {
 				p.startDial(ctx, nil)
-			} else if p.kb != nil {
-				p.kb.evictOne() // a keyed pool at its cap: room for a retry
+			} else {
+				p.rm.tryRoom(p) // a keyed pool at its cap: room for a retry
 			}
 			return Lease[T]{}, ErrExhausted
 		}

@@ -1,360 +1,472 @@
 package pool
 
-import "sync"
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
 
-// budget is a keyed pool's global slot budget, shared by its members (one
-// Pool per key; see Keyed). A member's slot counts once in its own live
-// count, under its MaxSize (MaxSizePerKey), and once in used, under max
-// (KeyedConfig.MaxSize): reserve takes both in one step (take, called under
-// the member's smu), and every transition that lowers a member's live gives
-// the global slot back (free, from Pool.freed; granted's undo of a slot in
-// transit hands it back to free's loop instead). So used is the members'
-// live counts summed, and neither limit is passed.
+// The budget of a keyed pool: one count of global slots (used, against
+// KeyedConfig.MaxSize) that every key's pool takes from as it takes its
+// own slots, and the rule by which room moves between keys.
 //
-// Room is handed on, not raced for. Every waiter of every member that takes
-// slots joins the budget's queue too, in arrival order (want, under the
-// member's mu as it enqueues; unwant as it leaves the member's queue, for
-// whatever reason). A waiter is eligible while its key is under its own
-// limit: it needs global room, not one of its key's objects. A freed slot
-// goes to the member of the oldest eligible waiter (free, then
-// Pool.granted: the member hands it to its own oldest slot-taker, FIFO
-// within the key), and a reserve takes a free slot only if no eligible
-// waiter of another key is ahead (take): no key barges past another's
-// waiter.
+// A key's slot counts once in its pool's live count, under MaxSizePerKey,
+// and once in used: reserve takes both in one step (keyMember.take, under
+// the key's smu), and every transition that lowers a key's live gives the
+// global slot back (keyMember.freed). So used is the keys' live counts
+// summed, and neither limit is passed.
 //
-// Room is made, not waited for. A member whose look for a waiter fails at
-// the global cap asks makeRoom to close the least recently used idle object
-// of a key that nobody waits for (reason CloseEvict); its slot, once
-// Manager.Close returns, is a freed slot like any other. While any waiter
-// is queued, every member carries roomBit, which sends its releases off the
-// fast path: an object released where nobody waits is closed if a waiter
-// needs its room (giveBack, afterPublish). evicting counts the evictions
-// under way, so that exactly the room the eligible waiters can use is made
-// (need).
+// Room moves only when it pays, because a connect costs what tens to
+// thousands of short uses of a connection cost:
 //
-// Lock order: a member's mu, then its smu, then budget.mu; budget.mu is
-// never held while taking a member's lock, calling a manager or sending.
-type budget[T any] struct {
-	mu         sync.Mutex
-	max        int64
-	used       int64      // global slots held: the members' live counts summed
-	head, tail *waiter[T] // the waiters for room, oldest first
-	wants      int        // waiters in the queue
-	seq        uint64     // the last arrival's number (waiter.seq)
-	evicting   int64      // evictions started whose slots have not come free
-	// members calls f on every member until f returns false; onEmpty
-	// is told of a member left with no object and no waiter (Keyed).
-	members func(f func(*Pool[T]) bool)
-	onEmpty func(*Pool[T])
+//   - A key that holds objects is served by its own releases first: its
+//     waiters queue for them, and it takes no other key's object for
+//     them. It grows (up to MaxSizePerKey) into room nobody uses: a free
+//     slot, or an idle object of a key nobody waits for that has been
+//     idle long enough to be surplus (surplusAge, several connects: its
+//     key is unlikely to need it before a new one could be made).
+//   - A key that holds nothing (starving: it has waiters and no object)
+//     gets room at once: a free slot, else the least recently used idle
+//     object of a key nobody waits for is closed for it (CloseEvict), else
+//     the first release that can spare one is (a release of a key nobody
+//     waits for, or of one that holds two objects or more); a release of
+//     a key whose one object has waiters passes it over passLimit times at
+//     most. Starving keys are served in arrival order, the one with the
+//     most waiters first among the first pickWindow, and the first once it
+//     has starved for bound.
+//   - A key whose waiters outnumber its objects (hungry) for longer than
+//     bound (about one connect) takes an idle object of a key nobody waits
+//     for that has been idle at least bound (CloseEvictHot): one idle for
+//     less would be wanted back before a new one could be made.
+//
+// The bounds follow the connects the keyed pool measures (an average of
+// their durations): bound is one connect (1 ms to 1 s), surplusAge four
+// (5 ms to 10 s).
+//
+// The budget works on keys, not waiters: a key is in at most one of two
+// lists (starving, hungry), in arrival order, and every decision walks at
+// most a few keys at the head of a list. Idle objects to evict are looked
+// for among a sample of keys (see Keyed.victim).
+//
+// Lock order: a key's mu, then its smu, then budget.mu; budget.mu is never
+// held while taking a key's lock, calling a manager or sending.
+type budget[K comparable, T any] struct {
+	mu       sync.Mutex
+	max      int64
+	used     int64 // global slots held: the keys' live counts summed
+	waiting  int64 // waiters of every key (the keys' waiting summed)
+	starving memberList[K, T]
+	hungry   memberList[K, T]
+	// nStarving mirrors starving.n for yield's look without the lock.
+	nStarving atomic.Int64
+	// connect is the average duration of the keyed pool's connects, in
+	// ns (an exponentially weighted mean over the last few).
+	connect atomic.Int64
+	start   time.Time // the clock's origin (Keyed.start)
 }
 
-// want queues w, which its member has just queued, for global room, in
-// its Acquire's arrival order: a new waiter at the back, one that returns
-// (its handed or fresh object failed its check, or its connect) where its
-// first arrival puts it. Called with the member's mu held.
-func (b *budget[T]) want(w *waiter[T]) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if w.wanting {
+// memberList is a FIFO list of keys, linked through keyMember.
+type memberList[K comparable, T any] struct {
+	head, tail *keyMember[K, T]
+	n          int
+}
+
+func (l *memberList[K, T]) push(m *keyMember[K, T]) {
+	m.list, m.prev, m.next = l, l.tail, nil
+	if l.tail != nil {
+		l.tail.next = m
+	} else {
+		l.head = m
+	}
+	l.tail = m
+	l.n++
+}
+
+func (l *memberList[K, T]) remove(m *keyMember[K, T]) {
+	if m.prev != nil {
+		m.prev.next = m.next
+	} else {
+		l.head = m.next
+	}
+	if m.next != nil {
+		m.next.prev = m.prev
+	} else {
+		l.tail = m.prev
+	}
+	m.list, m.prev, m.next = nil, nil, nil
+	l.n--
+}
+
+// Tunables of the rule (see budget).
+const (
+	// passLimit is how many releases of a key whose one object has
+	// waiters may pass over a starving key before one yields to it.
+	passLimit = 2
+	// pickWindow is how many starving keys, from the head, a pick looks
+	// at for the one with the most waiters.
+	pickWindow = 8
+	// walkLimit bounds the keys a pass of the maintainer serves from the
+	// head of each list.
+	walkLimit = 8
+)
+
+// now is the clock's reading for the lists (ns since the keyed pool's
+// start). Slow paths only.
+func (b *budget[K, T]) now() int64 { return int64(time.Since(b.start)) }
+
+// bound is how long a hungry key waits before it may take an idle object
+// that is not surplus, and the least idle time of such a victim: one
+// connect, within [1ms, 1s].
+func (b *budget[K, T]) bound() int64 {
+	return min(max(b.connect.Load(), int64(time.Millisecond)), int64(time.Second))
+}
+
+// surplusAge is the idle time past which an object counts as surplus: four
+// connects, within [5ms, 10s].
+func (b *budget[K, T]) surplusAge() int64 {
+	return min(max(4*b.connect.Load(), int64(5*time.Millisecond)), int64(10*time.Second))
+}
+
+// connected folds a connect's duration into the average.
+func (b *budget[K, T]) connected(d time.Duration) {
+	for {
+		old := b.connect.Load()
+		n := int64(d)
+		if old != 0 {
+			n = old + (int64(d)-old)/8
+		}
+		if b.connect.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// place puts m in the list its state calls for, given its live count:
+// starving (waiters, no object), hungry (more waiters than objects, under
+// its own limit) or none. Called with mu held after any change to m's
+// waiting or live (the changes of live each call it: take, freed,
+// granted), so that the last placement sees the last change.
+func (b *budget[K, T]) place(m *keyMember[K, T], live int64) {
+	var l *memberList[K, T]
+	switch {
+	case m.waiting > 0 && live == 0:
+		l = &b.starving
+	case m.waiting > live && live < m.p.maxSize.Load():
+		l = &b.hungry
+	}
+	if l == m.list {
 		return
 	}
-	w.wanting = true
-	w.passed = 0
-	if w.seq == 0 {
-		b.seq++
-		w.seq = b.seq
+	if m.list != nil {
+		m.list.remove(m)
 	}
-	after := b.tail // the waiter w goes behind: the youngest older than w
-	for after != nil && after.seq > w.seq {
-		after = after.rprev
+	if l != nil {
+		l.push(m)
+		m.since, m.passed = b.now(), 0
 	}
-	w.rprev = after
-	if after != nil {
-		w.rnext, after.rnext = after.rnext, w
-	} else {
-		w.rnext, b.head = b.head, w
-	}
-	if w.rnext != nil {
-		w.rnext.rprev = w
-	} else {
-		b.tail = w
-	}
-	if b.wants++; b.wants == 1 {
-		b.setRoom(true)
-	}
+	b.nStarving.Store(int64(b.starving.n))
 }
 
-// unwant takes w out of the queue for room, if it is there. Called with its
-// member's mu held, as w leaves the member's queue.
-func (b *budget[T]) unwant(w *waiter[T]) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !w.wanting {
-		return
-	}
-	if w.rprev != nil {
-		w.rprev.rnext = w.rnext
-	} else {
-		b.head = w.rnext
-	}
-	if w.rnext != nil {
-		w.rnext.rprev = w.rprev
-	} else {
-		b.tail = w.rprev
-	}
-	w.rprev, w.rnext, w.wanting = nil, nil, false
-	if b.wants--; b.wants == 0 {
-		b.setRoom(false)
-	}
+// need is how many more objects hungry m could use from other keys: its
+// waiters beyond its objects, within its own limit, less the room on its
+// way. Called with mu held.
+func (b *budget[K, T]) need(m *keyMember[K, T]) int64 {
+	live := m.p.live.Load()
+	return min(m.waiting-live, m.p.maxSize.Load()-live) - m.coming
 }
 
-// setRoom sets or clears roomBit on every member. Called with mu held; a
-// member made meanwhile takes the bit as it joins (Keyed.add).
-func (b *budget[T]) setRoom(on bool) {
-	b.members(func(p *Pool[T]) bool {
-		if on {
-			p.state.Or(roomBit)
-		} else {
-			p.state.And(^roomBit)
+// pick returns the starving key room goes to next, other than except, or
+// nil: among the first pickWindow with no room coming, the one with the
+// most waiters (the earliest among equals), unless the first has starved
+// for bound already. Called with mu held.
+func (b *budget[K, T]) pick(except *keyMember[K, T]) *keyMember[K, T] {
+	var best *keyMember[K, T]
+	now := int64(-1)
+	i := 0
+	for m := b.starving.head; m != nil && i < pickWindow; m = m.next {
+		if m == except || m.coming > 0 {
+			continue
 		}
-		return true
-	})
-}
-
-// eligible reports whether w needs global room: it takes slots, and its key
-// is open and under its own limit. Called with mu held.
-func eligible[T any](w *waiter[T]) bool {
-	p := w.owner
-	return !w.objOnly.Load() && p.live.Load() < p.maxSize.Load() && p.state.Load()&closedBit == 0
-}
-
-// firstEligible returns the oldest eligible waiter, or nil. Called with mu
-// held.
-func (b *budget[T]) firstEligible() *waiter[T] {
-	for w := b.head; w != nil; w = w.rnext {
-		if eligible(w) {
-			return w
+		if best == nil {
+			if now < 0 {
+				now = b.now()
+			}
+			if now-m.since >= b.bound() {
+				return m // it has starved long enough: first come, first served
+			}
 		}
+		if best == nil || m.waiting > best.waiting {
+			best = m
+		}
+		i++
+	}
+	return best
+}
+
+// target returns the key a freed slot goes to: to, the key an eviction
+// was for, if it still needs room; else the starving key pick chooses;
+// else the first hungry key with a need; nil if none (the slot is free).
+// tried are keys that could not use it this time. Called with mu held.
+func (b *budget[K, T]) target(to *keyMember[K, T], tried []*keyMember[K, T]) *keyMember[K, T] {
+	skip := func(m *keyMember[K, T]) bool {
+		for _, t := range tried {
+			if t == m {
+				return true
+			}
+		}
+		return false
+	}
+	if to != nil && !skip(to) && b.wants(to) {
+		return to
+	}
+	var best *keyMember[K, T]
+	i := 0
+	for m := b.starving.head; m != nil && i < pickWindow; m = m.next {
+		if !skip(m) && m.coming == 0 && (best == nil || m.waiting > best.waiting) {
+			best = m
+		}
+		i++
+	}
+	if best != nil {
+		return best
+	}
+	i = 0
+	for m := b.hungry.head; m != nil && i < walkLimit; m = m.next {
+		if !skip(m) && b.need(m) > 0 {
+			return m
+		}
+		i++
 	}
 	return nil
 }
 
-// take takes a global slot for member p's reserve: there is one free, and
-// no eligible waiter of another key is ahead. Called with p's smu held.
-func (b *budget[T]) take(p *Pool[T]) bool {
+// wants reports whether m can use a slot now: starving with nothing
+// coming, or hungry with a need. Called with mu held.
+func (b *budget[K, T]) wants(m *keyMember[K, T]) bool {
+	switch m.list {
+	case &b.starving:
+		return m.coming == 0
+	case &b.hungry:
+		return b.need(m) > 0
+	}
+	return false
+}
+
+// give hands a global slot, counted in used and on its way, to the key
+// target chooses, retrying with another when one cannot use it, and
+// gives it back to the budget when nobody can. to is the key an eviction
+// was for (nil: none). Called with mu held; returns with it released.
+func (b *budget[K, T]) give(to *keyMember[K, T]) {
+	var tried [4]*keyMember[K, T]
+	for n := 0; ; n++ {
+		t := b.target(to, tried[:min(n, len(tried))])
+		if t == nil || n > len(tried) {
+			b.used--
+			checkSlotCounts(b.used, 0, 0)
+			b.mu.Unlock()
+			return
+		}
+		t.coming++
+		b.mu.Unlock()
+		ok := t.p.granted()
+		if !ok {
+			t.dropIfEmpty() // granted raised its live for a moment: see drop
+		}
+		b.mu.Lock()
+		t.coming--
+		b.place(t, t.p.live.Load())
+		if ok {
+			b.mu.Unlock()
+			return
+		}
+		if n < len(tried) {
+			tried[n] = t
+		}
+	}
+}
+
+// pump hands free room to the key target chooses while there is both: a
+// reserve that take refused for another key's need leaves the room to that
+// key, whose own look may have come and gone.
+func (b *budget[K, T]) pump() {
+	for range walkLimit {
+		b.mu.Lock()
+		if b.used >= b.max || b.target(nil, nil) == nil {
+			b.mu.Unlock()
+			return
+		}
+		b.used++
+		b.give(nil)
+	}
+}
+
+// figures is the budget's part of a timeout's message.
+func (b *budget[K, T]) figures() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return fmt.Sprintf("all keys: live=%d of MaxSize=%d waiting=%d, %d keys starving, %d hungry",
+		b.used, b.max, b.waiting, b.starving.n, b.hungry.n)
+}
+
+// keyMember is one key's pool of a Keyed and what the budget knows of it:
+// it is the pool's room (see room.go).
+type keyMember[K comparable, T any] struct {
+	p   *Pool[T]
+	k   *Keyed[K, T]
+	key K
+	idx int // its place in Keyed.members; guarded by Keyed.mu
+
+	// calls counts the Acquires blocking and the Warms running in p: a
+	// key is not dropped while one runs (a connect that fails with nobody
+	// queued leaves p empty while its Acquire retries).
+	calls atomic.Int64
+	// poked asks the keyed pool's maintainer for a pass of p.
+	poked atomic.Bool
+
+	// Guarded by budget.mu.
+	waiting    int64 // waiters queued in p
+	coming     int64 // room on its way to p: evictions for it, slots handed to it
+	passed     int   // releases that passed it over while it starved
+	since      int64 // when it joined its list (budget.now)
+	list       *memberList[K, T]
+	prev, next *keyMember[K, T]
+}
+
+func (m *keyMember[K, T]) take(p *Pool[T]) bool {
+	b := &m.k.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.used >= b.max {
 		return false
 	}
-	if w := b.firstEligible(); w != nil && w.owner != p {
+	// Free room goes to a starving key first.
+	if s := b.pick(nil); s != nil && s != m {
 		return false
 	}
 	b.used++
+	b.place(m, p.live.Load()+1) // reserve raises live as take returns
 	return true
 }
 
-// free gives back a global slot a member has freed (evicted: the slot of an
-// eviction). It goes to the member of the oldest eligible waiter, if there
-// is one, else back to the budget.
-func (b *budget[T]) free(evicted bool) {
-	for {
-		b.mu.Lock()
-		if evicted {
-			b.evicting--
-			evicted = false
-		}
-		w := b.firstEligible()
-		if w == nil {
-			b.used--
-			checkSlotCounts(b.used, 0, b.evicting)
-			b.mu.Unlock()
-			return
-		}
-		p := w.owner
-		b.mu.Unlock()
-		// The slot stays counted in used while it is on its way: no
-		// reserve takes it meanwhile. A member that cannot use it (its
-		// waiter left, or its key filled up) leaves its waiters
-		// ineligible, and the loop gives the slot on.
-		if p.granted() {
-			b.pump()
-			return
-		}
-	}
-}
+func (m *keyMember[K, T]) refused(*Pool[T]) { m.k.b.pump() }
 
-// pump hands free global room to the oldest eligible waiters while there
-// is both. A reserve that take refused, because an eligible waiter of
-// another key was ahead, leaves the room to that waiter, whose own look may
-// have come and gone (it became eligible as its key's object closed, before
-// that close freed its global slot); without pump the room would wait for
-// the next free. Each turn either hands a slot on or, if the member cannot
-// use it, leaves that member's waiters ineligible.
-func (b *budget[T]) pump() {
-	for {
-		b.mu.Lock()
-		if b.used >= b.max {
-			b.mu.Unlock()
-			return
-		}
-		w := b.firstEligible()
-		if w == nil {
-			b.mu.Unlock()
-			return
-		}
-		b.used++
-		p := w.owner
-		b.mu.Unlock()
-		if !p.granted() {
-			b.mu.Lock()
-			b.used--
-			b.mu.Unlock()
-		}
+func (m *keyMember[K, T]) freed(p *Pool[T], to *Pool[T]) {
+	b := &m.k.b
+	var tm *keyMember[K, T]
+	if to != nil {
+		tm = to.rm.(*keyMember[K, T])
 	}
-}
-
-// evictOne closes the least recently used idle object of a key nobody
-// waits for, if the budget is full and no eviction is under way: a
-// TryAcquire or a Warm at the cap, which wait for no room of their own,
-// so make it for their retry.
-func (b *budget[T]) evictOne() {
 	b.mu.Lock()
-	ok := b.used >= b.max && b.evicting == 0
+	b.place(m, p.live.Load())
+	if tm != nil {
+		tm.coming--
+		b.place(tm, tm.p.live.Load())
+	}
+	b.give(tm)
+	m.dropIfEmpty()
+}
+
+func (m *keyMember[K, T]) want(*waiter[T]) {
+	b := &m.k.b
+	b.mu.Lock()
+	m.waiting++
+	b.waiting++
+	b.place(m, m.p.live.Load())
+	b.mu.Unlock()
+}
+
+func (m *keyMember[K, T]) unwant(*waiter[T]) {
+	b := &m.k.b
+	b.mu.Lock()
+	m.waiting--
+	b.waiting--
+	b.place(m, m.p.live.Load())
+	b.mu.Unlock()
+}
+
+// makeRoom: p's waiters need room at the global cap. A starving key gets
+// the least recently used idle object of another key; a hungry one a
+// surplus one, or, past bound, one idle for bound; else the maintainer
+// looks again (see Keyed.tendRoom).
+func (m *keyMember[K, T]) makeRoom(*Pool[T]) {
+	if !m.k.roomFor(m) {
+		m.k.kickMaintainer()
+	}
+}
+
+// tryRoom: a TryAcquire or Warm of p refused at the global cap. A key that
+// holds nothing (and is under its own limit) has the least recently used
+// idle object of another key closed, so that its retry finds room; a key
+// that holds objects waits for its own releases or free room.
+func (m *keyMember[K, T]) tryRoom(p *Pool[T]) {
+	if p.live.Load() != 0 {
+		return
+	}
+	b := &m.k.b
+	b.mu.Lock()
+	ok := m.coming == 0 && b.used >= b.max
 	if ok {
-		b.evicting++
+		m.coming++
 	}
 	b.mu.Unlock()
-	if ok && !b.evictLRU() {
-		b.evictionOff()
+	if ok && !m.k.evictFor(m, 0, reasonEvict) {
+		b.mu.Lock()
+		m.coming--
+		b.mu.Unlock()
 	}
 }
 
-// need is how many more global slots the eligible waiters could use now:
-// the eligible waiters, at most as many per key as the key has room for,
-// less the slots free and the evictions under way. Called with mu held.
-func (b *budget[T]) need() int64 {
-	var n int64
-	for w := b.head; w != nil; w = w.rnext {
-		if p := w.owner; eligible(w) && p.roomSeen < p.maxSize.Load()-p.live.Load() {
-			p.roomSeen++
-			n++
-		}
+// yield: an object p holds goes to a starving key instead of to p's
+// waiters or idle set when p can spare it (nobody waits for it in p, or p
+// holds two objects or more), or once its one object has passed the
+// starving key over passLimit times.
+func (m *keyMember[K, T]) yield(p *Pool[T]) (*Pool[T], int) {
+	b := &m.k.b
+	if b.nStarving.Load() == 0 {
+		return nil, 0
 	}
-	for w := b.head; w != nil; w = w.rnext {
-		w.owner.roomSeen = 0
-	}
-	return n - (b.max - b.used) - b.evicting
-}
-
-// claimEviction reports whether an eligible waiter needs room that no
-// eviction under way makes; if so it counts one more eviction, which the
-// caller starts (closing an idle object with reasonEvict) or calls off
-// (evictionOff).
-func (b *budget[T]) claimEviction() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.need() <= 0 {
-		return false
+	s := b.pick(m)
+	if s == nil {
+		return nil, 0
 	}
-	b.evicting++
+	if m.waiting > 0 && p.live.Load() < 2 && s.passed < passLimit {
+		s.passed++
+		return nil, 0
+	}
+	s.coming++
+	return s.p, reasonEvict
+}
+
+func (m *keyMember[K, T]) busy(_ *Pool[T], delta int64) { m.calls.Add(delta) }
+
+func (m *keyMember[K, T]) goroutine(delta int) { m.k.goroutine(delta) }
+
+func (m *keyMember[K, T]) connected(d time.Duration) { m.k.b.connected(d) }
+
+func (m *keyMember[K, T]) poke(*Pool[T]) bool {
+	m.poked.Store(true)
+	m.k.kickMaintainer()
 	return true
 }
 
-// yieldTo reports whether an object member p holds, about to go to p's
-// oldest waiter or to its idle set, is to be closed for the room of another
-// key's waiter instead: one that is eligible, queued before p's every
-// waiter, has no room coming yet, and — if p has waiters of its own — has
-// been passed over passLimit times already (each pass counted here). If so
-// it counts the eviction, which the caller starts. So a key that nobody
-// waits for gives its object up at once, and a hot key's objects, handed
-// on among its own waiters, cannot starve a key that waits for room.
-func (b *budget[T]) yieldTo(p *Pool[T]) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for w := b.head; w != nil; w = w.rnext {
-		if w.owner == p {
-			return false
-		}
-		if eligible(w) {
-			if p.state.Load()&waiterMask != 0 && w.passed < passLimit {
-				w.passed++
-				return false
-			}
-			if b.need() <= 0 {
-				return false
-			}
-			b.evicting++
-			return true
-		}
-	}
-	return false
+func (m *keyMember[K, T]) describe() string { return m.k.b.figures() }
+
+// empty reports whether p has no object, no waiter and no call running:
+// its state can go.
+func (m *keyMember[K, T]) empty() bool {
+	p := m.p
+	return p.live.Load() == 0 && p.state.Load()&(waiterMask|closedBit) == 0 && m.calls.Load() == 0
 }
 
-// passLimit is how many releases may pass over a waiter for room, each
-// handing its object to a younger waiter of its own key, before a release
-// yields to it (yieldTo). With none, every release at the cap with an
-// older waiter of another key queued closes its object and connects
-// another (with more keys busy than the budget holds, nearly every one);
-// with no bound, a key whose waiters never run out keeps its objects while
-// older waiters of other keys wait. Two kept the worst key's p99 within
-// the spread of strict arrival order at 30% fewer evictions (decision
-// 0014).
-const passLimit = 2
-
-// evictionOff calls off an eviction claimEviction counted.
-func (b *budget[T]) evictionOff() {
-	b.mu.Lock()
-	b.evicting--
-	b.mu.Unlock()
-}
-
-// makeRoom closes, while eligible waiters need room, the least recently
-// used idle object of a key that nobody waits for; it stops when nothing is
-// idle: the waiters then wait for a release.
-func (b *budget[T]) makeRoom() {
-	for b.claimEviction() {
-		if !b.evictLRU() {
-			b.evictionOff()
-			return
-		}
+// dropIfEmpty drops the key's state if it is empty (see Keyed.drop).
+func (m *keyMember[K, T]) dropIfEmpty() {
+	if m.empty() {
+		m.k.drop(m)
 	}
 }
-
-// evictLRU closes the least recently used idle object of a member nobody
-// waits for (the members' clocks share their origin: see Keyed.add), and
-// reports whether it found one.
-func (b *budget[T]) evictLRU() bool {
-	for range 3 {
-		var best *entry[T]
-		var bestT int64
-		b.members(func(p *Pool[T]) bool {
-			if p.state.Load()&(waiterMask|closedBit) != 0 {
-				return true
-			}
-			p.reg.each(func(e *entry[T]) {
-				if e.state.Load()&1 != 0 {
-					return
-				}
-				if t := e.lastUsed.Load(); best == nil || t < bestT {
-					best, bestT = e, t
-				}
-			})
-			return true
-		})
-		if best == nil {
-			return false
-		}
-		if _, ok := claim(best); ok {
-			best.p.discard(best, reasonEvict)
-			return true
-		}
-	}
-	return false
-}
-
-// empty tells the keyed pool that member p has no object and no waiter.
-func (b *budget[T]) empty(p *Pool[T]) { b.onEmpty(p) }
 
 // granted takes a global slot the budget hands p (it counts in used
 // already) and gives it to p's oldest slot-taking waiter, who connects with
@@ -382,21 +494,6 @@ func (p *Pool[T]) granted() bool {
 	p.smu.Unlock()
 	if p.state.Load()&closedBit != 0 {
 		p.checkDone()
-	} else if p.live.Load() == 0 && p.state.Load()&waiterMask == 0 {
-		p.kb.empty(p)
 	}
 	return false
-}
-
-// evictForRoom closes this member's idle objects while a waiter of another
-// key needs their room (afterPublish, with nobody waiting here).
-func (p *Pool[T]) evictForRoom() {
-	for p.kb.claimEviction() {
-		e := p.reg.claimAny()
-		if e == nil {
-			p.kb.evictionOff()
-			return
-		}
-		p.discard(e, reasonEvict)
-	}
 }

@@ -21,6 +21,8 @@ const (
 	reasonMaxIdle
 	reasonHealth
 	reasonEvict
+	reasonEvictSurplus
+	reasonEvictHot
 	nReasons
 )
 

@@ -17,6 +17,14 @@ import (
 // waiting for 2 leased, 1 closing)"; closing goes on, and a later Close
 // waits again. Close is idempotent.
 func (p *Pool[T]) Close(ctx context.Context) error {
+	p.shut()
+	return p.waitDone(ctx)
+}
+
+// shut is Close's work but the wait: it sets the closed bit, ends the
+// pool's context, wakes every waiter with ErrClosed and closes the idle
+// objects. Only the first call does anything.
+func (p *Pool[T]) shut() {
 	p.mu.Lock()
 	old := p.state.Or(closedBit)
 	var ws []*waiter[T]
@@ -36,6 +44,10 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 		p.dropHints()
 		p.checkDone()
 	}
+}
+
+// waitDone is Close's wait (see Close).
+func (p *Pool[T]) waitDone(ctx context.Context) error {
 	select {
 	case <-p.doneCh:
 		return nil
@@ -87,11 +99,18 @@ func (p *Pool[T]) checkDone() {
 	}
 }
 
+// goStart counts a goroutine the pool is about to start; goExit ends it.
+func (p *Pool[T]) goStart() {
+	p.goroutines.Add(1)
+	p.rm.goroutine(1)
+}
+
 // goExit ends a goroutine the pool started.
 func (p *Pool[T]) goExit() {
 	if p.goroutines.Add(-1) == 0 {
 		p.checkDone()
 	}
+	p.rm.goroutine(-1)
 }
 
 // discard closes an object the caller holds, for reason r, and frees its
@@ -102,18 +121,26 @@ func (p *Pool[T]) goExit() {
 // replacement while the old connection is still open.
 func (p *Pool[T]) discard(e *entry[T], r int) {
 	p.closeStarted()
-	p.closeClaimed(e, r)
+	p.closeClaimed(e, r, nil)
+}
+
+// evict is discard for an object a keyed pool closes (reason r) to make
+// room for the key whose pool is to: its slot, once closed, goes to that
+// key first (see budget).
+func (p *Pool[T]) evict(e *entry[T], r int, to *Pool[T]) {
+	p.closeStarted()
+	p.closeClaimed(e, r, to)
 }
 
 // closeClaimed is discard for an object already counted as closing (see
 // claimSurplus). Each object is closed on a goroutine of its own: after a
 // mass failure every close runs at once (at most one per slot), so the pool
 // is back to strength one Manager.Close later, not one per closer.
-func (p *Pool[T]) closeClaimed(e *entry[T], r int) {
+func (p *Pool[T]) closeClaimed(e *entry[T], r int, to *Pool[T]) {
 	v := e.value
 	p.forget(e)
-	p.goroutines.Add(1)
-	go p.closeOne(v, r, p.noteClose(e))
+	p.goStart()
+	go p.closeOne(v, r, p.noteClose(e), to)
 }
 
 // closeOne runs Manager.Close on v, closed for reason r, on a goroutine of
@@ -121,10 +148,10 @@ func (p *Pool[T]) closeClaimed(e *entry[T], r int) {
 // and in closing, so that created == closed + detached + live holds whenever
 // nothing is in flight. A Close that panics or calls runtime.Goexit counts
 // as a close that failed with a *PanicError; the slot is freed all the same.
-func (p *Pool[T]) closeOne(v T, r int, n *closeNote) {
+func (p *Pool[T]) closeOne(v T, r int, n *closeNote, to *Pool[T]) {
 	defer p.goExit()
 	var err error = &PanicError{Op: "Close"} // replaced unless Close calls runtime.Goexit
-	defer func() { p.closedOne(r, n, err) }()
+	defer func() { p.closedOne(r, n, err, to) }()
 	err = p.callClose(v)
 }
 
@@ -140,7 +167,7 @@ func (p *Pool[T]) callClose(v T) (err error) {
 
 // closedOne records the outcome of a Manager.Close: the error, the
 // Observer, then the slot.
-func (p *Pool[T]) closedOne(r int, n *closeNote, err error) {
+func (p *Pool[T]) closedOne(r int, n *closeNote, err error, to *Pool[T]) {
 	if err != nil {
 		if pe, ok := err.(*PanicError); ok && pe.Value == nil && pe.Stack == nil {
 			pe.Stack = debug.Stack() // runtime.Goexit
@@ -150,7 +177,7 @@ func (p *Pool[T]) closedOne(r int, n *closeNote, err error) {
 	if n != nil {
 		p.observeClose(n, r, err)
 	}
-	p.closed(r)
+	p.closed(r, to)
 }
 
 // forget removes an entry the caller holds (and will never give back) from

@@ -132,45 +132,54 @@ type Config struct {
 	Observer Observer
 }
 
-// invalid returns the error New returns for a bad field; format starts with
-// the field's name.
-func invalid(format string, args ...any) error {
-	return configerr.New(ErrInvalidConfig, "pool: Config."+format, args...)
+// fieldNames name, in a config error, the struct and the fields that a
+// KeyedConfig calls by other names (see KeyedConfig.keyConfig).
+type fieldNames struct {
+	prefix                    string // "pool: Config."
+	maxSize, minIdle, maxIdle string
 }
 
+var configNames = fieldNames{"pool: Config.", "MaxSize", "MinIdle", "MaxIdle"}
+
 // normalize validates c and fills in the defaults.
-func (c Config) normalize() (Config, error) {
+func (c Config) normalize() (Config, error) { return c.normalizeAs(configNames) }
+
+// normalizeAs is normalize with its errors naming the fields as n does.
+func (c Config) normalizeAs(n fieldNames) (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return c, configerr.New(ErrInvalidConfig, n.prefix+format, args...)
+	}
 	switch {
 	case c.MaxSize < 1:
-		return c, invalid("MaxSize must be >= 1, got %d", c.MaxSize)
+		return bad("%s must be >= 1, got %d", n.maxSize, c.MaxSize)
 	case c.MinIdle < 0 || c.MinIdle > c.MaxSize:
-		return c, invalid("MinIdle must be in [0, MaxSize=%d], got %d", c.MaxSize, c.MinIdle)
+		return bad("%s must be in [0, %s=%d], got %d", n.minIdle, n.maxSize, c.MaxSize, c.MinIdle)
 	case c.MaxLifetime < 0:
-		return c, invalid("MaxLifetime must be >= 0, got %v", c.MaxLifetime)
+		return bad("MaxLifetime must be >= 0, got %v", c.MaxLifetime)
 	case c.LifetimeJitter < 0 || c.LifetimeJitter > c.MaxLifetime:
-		return c, invalid("LifetimeJitter must be in [0, MaxLifetime=%v], got %v", c.MaxLifetime, c.LifetimeJitter)
+		return bad("LifetimeJitter must be in [0, MaxLifetime=%v], got %v", c.MaxLifetime, c.LifetimeJitter)
 	case c.MaxIdleTime < 0:
-		return c, invalid("MaxIdleTime must be >= 0, got %v", c.MaxIdleTime)
+		return bad("MaxIdleTime must be >= 0, got %v", c.MaxIdleTime)
 	case c.MaxUses < 0:
-		return c, invalid("MaxUses must be >= 0, got %d", c.MaxUses)
+		return bad("MaxUses must be >= 0, got %d", c.MaxUses)
 	case c.AcquireTimeout < 0:
-		return c, invalid("AcquireTimeout must be >= 0, got %v", c.AcquireTimeout)
+		return bad("AcquireTimeout must be >= 0, got %v", c.AcquireTimeout)
 	case c.ConnectTimeout < 0:
-		return c, invalid("ConnectTimeout must be >= 0, got %v", c.ConnectTimeout)
+		return bad("ConnectTimeout must be >= 0, got %v", c.ConnectTimeout)
 	case c.MaxConnecting < 0:
-		return c, invalid("MaxConnecting must be >= 0, got %d", c.MaxConnecting)
+		return bad("MaxConnecting must be >= 0, got %d", c.MaxConnecting)
 	case c.LocalDepth < 0 || c.LocalDepth > c.MaxSize || c.LocalDepth > shard.MaxDepth:
-		return c, invalid("LocalDepth must be in [0, min(MaxSize=%d, %d)], got %d", c.MaxSize, shard.MaxDepth, c.LocalDepth)
+		return bad("LocalDepth must be in [0, min(%s=%d, %d)], got %d", n.maxSize, c.MaxSize, shard.MaxDepth, c.LocalDepth)
 	case c.HealthCheckPeriod < 0:
-		return c, invalid("HealthCheckPeriod must be >= 0, got %v", c.HealthCheckPeriod)
+		return bad("HealthCheckPeriod must be >= 0, got %v", c.HealthCheckPeriod)
 	case c.CheckTimeout < 0:
-		return c, invalid("CheckTimeout must be >= 0, got %v", c.CheckTimeout)
+		return bad("CheckTimeout must be >= 0, got %v", c.CheckTimeout)
 	case c.LeakThreshold < 0:
-		return c, invalid("LeakThreshold must be >= 0, got %v", c.LeakThreshold)
+		return bad("LeakThreshold must be >= 0, got %v", c.LeakThreshold)
 	case c.MaxIdle < 0 || (c.MaxIdle > 0 && c.MaxIdle < c.MinIdle):
-		return c, invalid("MaxIdle must be 0 or in [MinIdle=%d, ∞), got %d", c.MinIdle, c.MaxIdle)
+		return bad("%s must be 0 or in [%s=%d, ∞), got %d", n.maxIdle, n.minIdle, c.MinIdle, c.MaxIdle)
 	case !c.Exchange.Valid():
-		return c, invalid("Exchange must be ExchangeRing, ExchangeMutex or ExchangeNone, got %d", int(c.Exchange))
+		return bad("Exchange must be ExchangeRing, ExchangeMutex or ExchangeNone, got %d", int(c.Exchange))
 	}
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = DefaultConnectTimeout
@@ -183,8 +192,8 @@ func (c Config) normalize() (Config, error) {
 	}
 	if c.Exchange == ExchangeNone {
 		if procs := runtime.GOMAXPROCS(0); c.LocalDepth*procs < c.MaxSize {
-			return c, invalid("Exchange is ExchangeNone but LocalDepth(%d) × GOMAXPROCS(%d) < MaxSize(%d): the per-P stacks cannot hold every object",
-				c.LocalDepth, procs, c.MaxSize)
+			return bad("Exchange is ExchangeNone but LocalDepth(%d) × GOMAXPROCS(%d) < %s(%d): the per-P stacks cannot hold every object",
+				c.LocalDepth, procs, n.maxSize, c.MaxSize)
 		}
 	}
 	return c, nil

@@ -41,7 +41,7 @@ type connResult[T any] struct {
 // the connect carries its values. req is nil for a background connect (its
 // object goes to a waiter or the idle set).
 func (p *Pool[T]) startDial(cause context.Context, req *connReq[T]) {
-	p.goroutines.Add(1)
+	p.goStart()
 	go p.dial(cause, req)
 }
 
@@ -49,7 +49,7 @@ func (p *Pool[T]) startDial(cause context.Context, req *connReq[T]) {
 // (MinIdle), counted in bgDials until it ends (see topUpMinIdle).
 func (p *Pool[T]) startBackgroundDial() {
 	p.bgDials.Add(1)
-	p.goroutines.Add(1)
+	p.goStart()
 	go func() {
 		defer p.bgDials.Add(-1)
 		p.dial(context.Background(), nil)
@@ -65,10 +65,7 @@ func (p *Pool[T]) dial(cause context.Context, req *connReq[T]) {
 	defer p.goExit()
 	p.counters.connects.Add(1)
 	epoch := p.epoch.Load()
-	var start time.Duration
-	if p.cfg.Observer != nil {
-		start = p.now()
-	}
+	start := p.now()
 	var v T
 	var err error = &PanicError{Op: "Connect"} // replaced unless Connect calls runtime.Goexit
 	defer func() { p.dialed(cause, req, epoch, start, v, err) }()
@@ -89,6 +86,7 @@ func (p *Pool[T]) dialed(cause context.Context, req *connReq[T], epoch uint32, s
 		p.connectFailed() // the slot first: the next waiter may connect at once
 	} else {
 		p.failures.Store(0)
+		p.rm.connected(p.now() - start)
 		e = p.newEntry(v, epoch)
 	}
 	if p.cfg.Observer != nil {

@@ -24,27 +24,36 @@ import (
 // connects replacements while fewer than MinIdle are idle. Objects under
 // check count as idle for MinIdle (checking), so a pass makes no connects.
 
-// healthTick starts a pass when the period has come round and none runs.
-// Maintainer only.
+// healthTick starts a pass when one is due. Maintainer only.
 func (p *Pool[T]) healthTick() {
-	if !p.recycles {
-		return // the manager has no check to run (manager.RecycleSkipper)
+	if now, ok := p.healthDue(); ok {
+		p.goStart()
+		go func() {
+			defer p.goExit()
+			p.healthPass(now)
+		}()
 	}
-	now := p.clock.Load().ns
-	if now < p.nextHealth {
-		return
-	}
-	p.nextHealth = now + int64(p.cfg.HealthCheckPeriod)
-	if !p.healthRunning.CompareAndSwap(false, true) {
-		return
-	}
-	p.goroutines.Add(1)
-	go p.healthPass(now)
 }
 
-// healthPass checks every object idle since before now − HealthCheckPeriod.
+// healthDue reports whether a pass is due — the period has come round, the
+// manager has a check to run (it does not skip Recycle: see
+// manager.RecycleSkipper) and no pass runs — and if so marks one running
+// and returns its time; the caller runs healthPass. Maintainer only.
+func (p *Pool[T]) healthDue() (now int64, ok bool) {
+	if !p.recycles {
+		return 0, false
+	}
+	now = p.clock.Load().ns
+	if now < p.nextHealth {
+		return 0, false
+	}
+	p.nextHealth = now + int64(p.cfg.HealthCheckPeriod)
+	return now, p.healthRunning.CompareAndSwap(false, true)
+}
+
+// healthPass checks every object idle since before now − HealthCheckPeriod,
+// and then marks the pass done.
 func (p *Pool[T]) healthPass(now int64) {
-	defer p.goExit()
 	defer p.healthRunning.Store(false)
 	period := int64(p.cfg.HealthCheckPeriod)
 	sem := make(chan struct{}, p.cfg.MaxConnecting)

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
+	"math/rand/v2"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,41 +52,32 @@ type KeyedConfig struct {
 	Observer          Observer
 }
 
-// memberConfig is the Config of each key's pool, normalized.
-func (c KeyedConfig) memberConfig() (Config, error) {
-	bad := func(format string, args ...any) (Config, error) {
-		return Config{}, configerr.New(ErrInvalidConfig, "pool: KeyedConfig."+format, args...)
+// keyedNames name KeyedConfig's fields in the errors of a key's Config.
+var keyedNames = fieldNames{"pool: KeyedConfig.", "MaxSizePerKey", "MinIdlePerKey", "MaxIdlePerKey"}
+
+// keyConfig returns the Config of each key's pool, normalized: the options
+// are KeyedConfig's, given once, with MaxSizePerKey, MinIdlePerKey and
+// MaxIdlePerKey as its MaxSize, MinIdle and MaxIdle; its errors name
+// KeyedConfig's fields.
+func (c KeyedConfig) keyConfig() (Config, error) {
+	if c.MaxSize < 1 {
+		return Config{}, configerr.New(ErrInvalidConfig, "pool: KeyedConfig.MaxSize must be >= 1, got %d", c.MaxSize)
 	}
-	switch {
-	case c.MaxSize < 1:
-		return bad("MaxSize must be >= 1, got %d", c.MaxSize)
-	case c.MaxSizePerKey < 0 || c.MaxSizePerKey > c.MaxSize:
-		return bad("MaxSizePerKey must be in [0, MaxSize=%d], got %d", c.MaxSize, c.MaxSizePerKey)
+	if c.MaxSizePerKey < 0 || c.MaxSizePerKey > c.MaxSize {
+		return Config{}, configerr.New(ErrInvalidConfig, "pool: KeyedConfig.MaxSizePerKey must be in [0, MaxSize=%d], got %d", c.MaxSize, c.MaxSizePerKey)
 	}
 	perKey := c.MaxSizePerKey
 	if perKey == 0 {
 		perKey = c.MaxSize
 	}
-	switch {
-	case c.MinIdlePerKey < 0 || c.MinIdlePerKey > perKey:
-		return bad("MinIdlePerKey must be in [0, MaxSizePerKey=%d], got %d", perKey, c.MinIdlePerKey)
-	case c.MaxIdlePerKey < 0 || (c.MaxIdlePerKey > 0 && c.MaxIdlePerKey < c.MinIdlePerKey):
-		return bad("MaxIdlePerKey must be 0 or in [MinIdlePerKey=%d, ∞), got %d", c.MinIdlePerKey, c.MaxIdlePerKey)
-	}
-	cfg, err := Config{
+	return Config{
 		Name: c.Name, MaxSize: perKey, MinIdle: c.MinIdlePerKey, MaxIdle: c.MaxIdlePerKey,
 		MaxLifetime: c.MaxLifetime, LifetimeJitter: c.LifetimeJitter, MaxIdleTime: c.MaxIdleTime,
 		MaxUses: c.MaxUses, AcquireTimeout: c.AcquireTimeout, ConnectTimeout: c.ConnectTimeout,
 		MaxConnecting: c.MaxConnecting, LocalDepth: c.LocalDepth, Exchange: c.Exchange,
 		HealthCheckPeriod: c.HealthCheckPeriod, CheckTimeout: c.CheckTimeout,
 		LeakThreshold: c.LeakThreshold, Observer: c.Observer,
-	}.normalize()
-	if err != nil {
-		// The fields share their names; MaxSize is MaxSizePerKey here.
-		msg := strings.Replace(err.Error(), "pool: Config.", "pool: KeyedConfig.", 1)
-		return Config{}, configerr.New(ErrInvalidConfig, "%s", strings.ReplaceAll(msg, "MaxSize=", "MaxSizePerKey="))
-	}
-	return cfg, nil
+	}.normalizeAs(keyedNames)
 }
 
 // Keyed is a pool of objects made for keys — a tenant's database, a cluster
@@ -96,31 +86,36 @@ func (c KeyedConfig) memberConfig() (Config, error) {
 // Each key's objects are a [Pool]'s, with its lease, checks, lifetimes,
 // Observer and Stats; the pools share the budget.
 //
-// At the global cap, a key that needs an object gets room by closing the
-// least recently used idle object of a key that nobody waits for
-// ([CloseEvict]); it waits only when nothing is idle anywhere. Waiters are
-// served in arrival order across keys for global room, and in arrival order
-// within a key for its own objects; an object released to a key nobody
-// waits for, while another key's waiter waits for room, is closed and its
-// slot goes to that waiter.
+// Room moves between keys only when it pays, a connect costing what many
+// uses of an object cost. A key that holds objects is served by its own
+// releases, and grows into room nobody uses: free room, or an object of a
+// key nobody waits for that has sat idle long enough to be surplus. A key
+// that holds nothing gets room at once: by closing the least recently used
+// idle object of a key nobody waits for ([CloseEvict]), else from the first
+// release that can spare one. A key whose waiters outnumber its objects for
+// about one connect takes an idle object of a key nobody waits for
+// ([CloseEvictHot]). The bounds follow the connect times the pool measures;
+// docs/DESIGN.md ("Keyed pools") states the rule and its bounds on waiting.
 //
 // A key's state (its pool) is made by its first Acquire and dropped once
 // its last object has closed and nobody waits for it: memory follows the
 // live objects and waiters, not the number of keys ever seen. A key must
 // equal itself (a float NaN does not: such a key panics).
 //
-// All methods are safe for concurrent use. A Keyed must be closed with
-// Close to stop its goroutines.
+// All methods are safe for concurrent use. A Keyed runs one maintainer
+// goroutine for all its keys (and, while health checks run, one more);
+// Close stops them.
 type Keyed[K comparable, T any] struct {
 	mgr   manager.Keyed[K, T]
 	cfg   KeyedConfig
-	mcfg  Config    // each key's pool's
+	kcfg  Config    // each key's pool's
 	start time.Time // every key's clock's origin, so that idle times compare
-	b     budget[T]
+	tick  time.Duration
+	b     budget[K, T]
 
-	// table maps each key with state to its pool: copied on write (under
-	// mu), read with one load on every Acquire.
-	table  atomic.Pointer[map[K]*Pool[T]]
+	// table maps each key with state to its pool (K to *keyMember[K, T]):
+	// read without a lock on every Acquire whose P's last key differs.
+	table  sync.Map
 	closed atomic.Bool
 	// hot is each P's last key and its pool, read and written only by
 	// that P while pinned (as sync.Pool's private slot): hashing the key
@@ -130,36 +125,45 @@ type Keyed[K comparable, T any] struct {
 	// ErrClosed from the pool it names, and the Acquire asks the table.
 	hot []hotKey[K, T]
 
-	mu   sync.Mutex // guards the writes of table, keys, past and closed
-	keys map[*Pool[T]]K
-	past Stats // the counts of the keys dropped so far
-	// maintainers counts the members' maintainers that have not exited,
-	// the dropped members' included: Close waits for them.
-	maintainers sync.WaitGroup
+	ctx    context.Context // ended by Close: every key's connects, the maintainer
+	cancel context.CancelCauseFunc
+	clock  atomic.Pointer[tick] // the keys' clock, published by the maintainer
+	kick   chan struct{}        // wakes the maintainer: a poke, or room to look for (1-buffered)
+
+	mu      sync.Mutex // guards members, past and the keys' additions and drops
+	members []*keyMember[K, T]
+	past    Stats // the counts of the keys dropped so far
+
+	// running counts the goroutines of the keyed pool and of its keys'
+	// pools, those of dropped keys included; Close waits for it to be 0.
+	running  atomic.Int64
+	idle     chan struct{} // closed once closed and running is 0
+	idleOnce sync.Once
 }
 
 // NewKeyed returns a keyed pool of objects made by m. It returns an error
-// matching [ErrInvalidConfig], naming the field, if cfg is invalid. Each
-// key's pool, made as the key is first asked for, runs a maintainer
-// goroutine while the key has state; Close stops them all.
+// matching [ErrInvalidConfig], naming the field, if cfg is invalid. It
+// starts one maintainer goroutine; Close stops it.
 func NewKeyed[K comparable, T any](m manager.Keyed[K, T], cfg KeyedConfig) (*Keyed[K, T], error) {
 	if m == nil {
 		return nil, configerr.New(ErrInvalidConfig, "pool: NewKeyed: nil Keyed manager")
 	}
-	mcfg, err := cfg.memberConfig()
+	kcfg, err := cfg.keyConfig()
 	if err != nil {
 		return nil, err
 	}
-	k := &Keyed[K, T]{mgr: m, cfg: cfg, mcfg: mcfg, start: time.Now(), keys: map[*Pool[T]]K{},
-		hot: make([]hotKey[K, T], runtime.GOMAXPROCS(0))}
-	k.b.max = int64(cfg.MaxSize)
-	k.b.members = k.eachMember
-	k.b.onEmpty = k.drop
-	k.table.Store(&map[K]*Pool[T]{})
+	k := &Keyed[K, T]{mgr: m, cfg: cfg, kcfg: kcfg, start: time.Now(), tick: tickFor(kcfg),
+		hot: make([]hotKey[K, T], runtime.GOMAXPROCS(0)), kick: make(chan struct{}, 1), idle: make(chan struct{})}
+	k.b.max, k.b.start = int64(cfg.MaxSize), k.start
+	k.ctx, k.cancel = context.WithCancelCause(context.Background())
+	k.publishClock()
+	k.goroutine(1)
+	go k.maintain()
 	return k, nil
 }
 
-// keyedManager is the Manager of one key's pool.
+// keyedManager is the Manager of one key's pool: Connect for its key;
+// Recycle and Close are the keyed manager's.
 type keyedManager[K comparable, T any] struct {
 	m   manager.Keyed[K, T]
 	key K
@@ -199,11 +203,11 @@ func (k *Keyed[K, T]) member(key K) *Pool[T] {
 // lookup returns key's pool from the table, made if the key has no state,
 // and makes it this P's last one; nil once the keyed pool is closed.
 func (k *Keyed[K, T]) lookup(key K) *Pool[T] {
-	p := (*k.table.Load())[key]
-	if p == nil {
-		if p = k.add(key); p == nil {
-			return nil
-		}
+	var p *Pool[T]
+	if v, ok := k.table.Load(key); ok {
+		p = v.(*keyMember[K, T]).p
+	} else if p = k.add(key); p == nil {
+		return nil
 	}
 	pid := shard.Enter()
 	if uint(pid) < uint(len(k.hot)) {
@@ -214,57 +218,45 @@ func (k *Keyed[K, T]) lookup(key K) *Pool[T] {
 	return p
 }
 
-// add makes key's pool, unless another goroutine just did.
+// add makes key's pool, unless another goroutine just did: O(1), whatever
+// the number of keys.
 func (k *Keyed[K, T]) add(key K) *Pool[T] {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed.Load() {
 		return nil
 	}
-	old := *k.table.Load()
-	if p := old[key]; p != nil {
-		return p
+	if v, ok := k.table.Load(key); ok {
+		return v.(*keyMember[K, T]).p
 	}
 	if key != key {
 		panic("pool: Keyed: a key that is not equal to itself (a NaN) cannot be looked up again")
 	}
-	p := build(manager.Manager[T](&keyedManager[K, T]{k.mgr, key}), k.mcfg, any(k.mgr), k.start)
-	p.kb = &k.b
-	k.maintainers.Add(1)
-	p.stopped = k.maintainers.Done
-	t := make(map[K]*Pool[T], len(old)+1)
-	maps.Copy(t, old)
-	t[key] = p
-	k.table.Store(&t)
-	k.keys[p] = key
-	// After it is in the table: a change of the budget's queue sets or
-	// clears roomBit on the members in the table, under budget.mu.
-	k.b.mu.Lock()
-	if k.b.wants > 0 {
-		p.state.Or(roomBit)
-	}
-	k.b.mu.Unlock()
-	p.run()
-	return p
+	m := &keyMember[K, T]{k: k, key: key, idx: len(k.members)}
+	m.p = build(manager.Manager[T](&keyedManager[K, T]{k.mgr, key}), k.kcfg, any(k.mgr), k.start, room[T](m), k.ctx, k.cancel)
+	m.p.clock.Store(k.clock.Load())
+	k.members = append(k.members, m)
+	k.table.Store(key, m)
+	return m.p
 }
 
-// drop drops p's state if it has no object and no waiter: p is closed
-// (any goroutine still holding it gets ErrClosed from it and asks again:
-// see Acquire), leaves the table, and its counts go to the past. Whoever
-// frees p's last slot, or leaves it without one, calls it.
-func (k *Keyed[K, T]) drop(p *Pool[T]) {
+// drop drops m's state if it is empty (no object, no waiter, no call
+// running): its pool is closed (any goroutine still holding it gets
+// ErrClosed from it and asks again: see Acquire), it leaves the table, and
+// its counts go to the past. O(1), whatever the number of keys.
+func (k *Keyed[K, T]) drop(m *keyMember[K, T]) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	key, ok := k.keys[p]
-	if !ok || k.closed.Load() {
+	if k.closed.Load() || m.idx < 0 {
 		return
 	}
+	p := m.p
 	// Under p's mu (no waiter queues meanwhile) and smu (no reserve raises
 	// live meanwhile; a reserve that raised it before sees the closed bit
 	// and gives the slot back, as with Close).
 	p.mu.Lock()
 	p.smu.Lock()
-	empty := p.live.Load() == 0 && p.state.Load()&(waiterMask|closedBit) == 0 && p.busy.Load() == 0
+	empty := m.empty()
 	if empty {
 		p.state.Or(closedBit)
 	}
@@ -273,37 +265,27 @@ func (k *Keyed[K, T]) drop(p *Pool[T]) {
 	if !empty {
 		return
 	}
-	p.cancel(ErrClosed) // its maintainer exits
 	p.dropHints()
 	// Its counts only: a reserve that raced the drop may still hold a slot
 	// it is about to give back (it saw the closed bit), and the gauges of
-	// a dropped member are 0.
+	// a dropped key are 0.
 	s := p.Stats()
 	s.Live, s.Idle, s.Leased, s.Connecting, s.Closing, s.Waiting = 0, 0, 0, 0, 0, 0
 	k.past.add(s)
-	old := *k.table.Load()
-	t := make(map[K]*Pool[T], len(old))
-	maps.Copy(t, old)
-	delete(t, key)
-	k.table.Store(&t)
-	delete(k.keys, p)
-}
-
-// eachMember calls f on every key's pool until f returns false.
-func (k *Keyed[K, T]) eachMember(f func(*Pool[T]) bool) {
-	for _, p := range *k.table.Load() {
-		if !f(p) {
-			return
-		}
-	}
+	k.table.Delete(m.key)
+	last := k.members[len(k.members)-1]
+	k.members[m.idx], last.idx = last, m.idx
+	k.members[len(k.members)-1] = nil
+	k.members = k.members[:len(k.members)-1]
+	m.idx = -1
 }
 
 // Acquire returns a lease on an object for key, as [Pool.Acquire] does for
 // a pool of key's objects: an idle one of key's, else a new one if key is
-// under MaxSizePerKey and the keyed pool has room (made, if need be, by
-// closing another key's least recently used idle object), else one released
-// or connected for it while it waits. The lease is a [Lease] like any
-// other. After Close, Acquire returns [ErrClosed]. A nil ctx panics.
+// under MaxSizePerKey and the keyed pool has room (see Keyed for how room
+// moves between keys), else one released or connected for it while it
+// waits. The lease is a [Lease] like any other. After Close, Acquire returns
+// [ErrClosed]. A nil ctx panics.
 func (k *Keyed[K, T]) Acquire(ctx context.Context, key K) (Lease[T], error) {
 	p := k.member(key)
 	if p == nil {
@@ -321,7 +303,7 @@ func (k *Keyed[K, T]) Acquire(ctx context.Context, key K) (Lease[T], error) {
 			return l, nil
 		}
 		if err != ErrClosed || k.closed.Load() {
-			k.dropIfEmpty(p)
+			p.rm.(*keyMember[K, T]).dropIfEmpty()
 			return l, err
 		}
 		// The key's state was dropped as this Acquire reached it.
@@ -330,9 +312,10 @@ func (k *Keyed[K, T]) Acquire(ctx context.Context, key K) (Lease[T], error) {
 
 // TryAcquire is [Pool.TryAcquire] for key: an idle object of key's if there
 // is one and nobody waits for one, else [ErrExhausted] at once, after
-// starting a connect if key and the keyed pool have room — or, at the
-// global cap, after closing another key's least recently used idle object
-// (if no such close is under way), so that a retry soon finds room.
+// starting a connect if key and the keyed pool have room — or, when key
+// holds nothing and the keyed pool is at its cap, after closing the least
+// recently used idle object of a key nobody waits for (if no such close is
+// under way for key), so that a retry soon finds room.
 func (k *Keyed[K, T]) TryAcquire(ctx context.Context, key K) (Lease[T], error) {
 	p := k.member(key)
 	if p == nil {
@@ -350,25 +333,17 @@ func (k *Keyed[K, T]) TryAcquire(ctx context.Context, key K) (Lease[T], error) {
 			return l, nil
 		}
 		if err != ErrClosed || k.closed.Load() {
-			k.dropIfEmpty(p)
+			p.rm.(*keyMember[K, T]).dropIfEmpty()
 			return l, err
 		}
 	}
 }
 
-// dropIfEmpty drops p's state if a failed call left it with no object and
-// no waiter (it never had one, or its waiter gave up).
-func (k *Keyed[K, T]) dropIfEmpty(p *Pool[T]) {
-	if p.live.Load() == 0 && p.state.Load()&(waiterMask|closedBit) == 0 && p.busy.Load() == 0 {
-		k.drop(p)
-	}
-}
-
 // Warm makes each key's pool hold what [Pool.Warm] makes it hold —
 // max(MinIdlePerKey, 1) connected objects — within the budget, key after
-// key, closing other keys' least recently used idle objects for room at
-// the cap. It returns the errors of the keys that failed, joined, each naming
-// its pool's error.
+// key; at the cap, a key that holds nothing has the least recently used
+// idle object of a key nobody waits for closed for its room. It returns the
+// errors of the keys that failed, joined, each naming its pool's error.
 func (k *Keyed[K, T]) Warm(ctx context.Context, keys ...K) error {
 	if ctx == nil {
 		panic("pool: Warm: nil Context")
@@ -387,12 +362,13 @@ func (k *Keyed[K, T]) warm(ctx context.Context, key K) error {
 		if p == nil {
 			return ErrClosed
 		}
-		p.busy.Add(1)
+		m := p.rm.(*keyMember[K, T])
+		m.calls.Add(1)
 		err := p.Warm(ctx)
-		p.busy.Add(-1)
+		m.calls.Add(-1)
 		if err != ErrClosed || k.closed.Load() {
 			if err != nil {
-				k.dropIfEmpty(p)
+				m.dropIfEmpty()
 			}
 			return err
 		}
@@ -402,13 +378,13 @@ func (k *Keyed[K, T]) warm(ctx context.Context, key K) error {
 // Reset makes every object of every key created before it be closed, as
 // [Pool.Reset] does.
 func (k *Keyed[K, T]) Reset() {
-	k.eachMember(func(p *Pool[T]) bool { p.Reset(); return true })
+	k.eachMember(func(m *keyMember[K, T]) { m.p.Reset() })
 }
 
 // ResetKey is Reset for key's objects only.
 func (k *Keyed[K, T]) ResetKey(key K) {
-	if p := (*k.table.Load())[key]; p != nil {
-		p.Reset()
+	if v, ok := k.table.Load(key); ok {
+		v.(*keyMember[K, T]).p.Reset()
 	}
 }
 
@@ -418,35 +394,41 @@ func (k *Keyed[K, T]) Stats() Stats {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	s := k.past
-	for _, p := range *k.table.Load() {
-		s.add(p.Stats())
+	for _, m := range k.members {
+		s.add(m.p.Stats())
 	}
 	s.MaxSize = k.cfg.MaxSize
 	return s
 }
 
 // KeyStats returns key's figures, as its pool's [Pool.Stats]; false if the
-// key has no state now (the counts of a dropped key are in Stats only).
+// key has no state now. A key's counters count from the moment its state
+// was last made: once it is dropped (no object, nobody waiting), its counts
+// are in Stats only, and a key that comes back starts from zero.
 func (k *Keyed[K, T]) KeyStats(key K) (Stats, bool) {
-	p := (*k.table.Load())[key]
-	if p == nil {
+	v, ok := k.table.Load(key)
+	if !ok {
 		return Stats{}, false
 	}
-	return p.Stats(), true
+	return v.(*keyMember[K, T]).p.Stats(), true
 }
 
 // RangeKeys calls f with each key that has state now and its figures, in
 // no set order, until f returns false.
 func (k *Keyed[K, T]) RangeKeys(f func(key K, s Stats) bool) {
-	for key, p := range *k.table.Load() {
-		if !f(key, p.Stats()) {
+	for _, m := range k.snapshot() {
+		if !f(m.key, m.p.Stats()) {
 			return
 		}
 	}
 }
 
 // Len returns the number of keys that have state now.
-func (k *Keyed[K, T]) Len() int { return len(*k.table.Load()) }
+func (k *Keyed[K, T]) Len() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.members)
+}
 
 // Name returns KeyedConfig.Name.
 func (k *Keyed[K, T]) Name() string {
@@ -464,27 +446,295 @@ func (k *Keyed[K, T]) Name() string {
 func (k *Keyed[K, T]) Close(ctx context.Context) error {
 	k.mu.Lock()
 	k.closed.Store(true)
-	t := *k.table.Load()
+	members := append([]*keyMember[K, T](nil), k.members...)
 	k.mu.Unlock()
-	errs := make([]error, 0, len(t))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, p := range t {
-		wg.Go(func() {
-			if err := p.Close(ctx); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
+	k.cancel(ErrClosed)
+	for _, m := range members {
+		m.p.shut()
 	}
-	wg.Wait()
-	stopped := make(chan struct{})
-	go func() { k.maintainers.Wait(); close(stopped) }()
+	var errs []error
+	for _, m := range members {
+		if err := m.p.waitDone(ctx); err != nil {
+			errs = append(errs, err)
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	if k.running.Load() == 0 {
+		k.idleOnce.Do(func() { close(k.idle) })
+	}
 	select {
-	case <-stopped:
+	case <-k.idle:
 	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("pool: Close: %w (still waiting for the maintainers of dropped keys)", ctx.Err()))
+		if len(errs) == 0 {
+			errs = append(errs, fmt.Errorf("pool: Close: %w (still waiting for %d goroutines of dropped keys and the maintainer)", ctx.Err(), k.running.Load()))
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// goroutine counts a goroutine of the keyed pool or of a key's pool that
+// starts (+1) or exits (-1); the last to exit after Close lets it return.
+func (k *Keyed[K, T]) goroutine(delta int) {
+	if k.running.Add(int64(delta)) == 0 && k.closed.Load() {
+		k.idleOnce.Do(func() { close(k.idle) })
+	}
+}
+
+// kickMaintainer wakes the maintainer.
+func (k *Keyed[K, T]) kickMaintainer() {
+	select {
+	case k.kick <- struct{}{}:
+	default:
+	}
+}
+
+// eachMember calls f on every key's pool, a chunk of them at a time taken
+// under the lock (keys dropped or added meanwhile may be missed or seen
+// twice).
+func (k *Keyed[K, T]) eachMember(f func(*keyMember[K, T])) {
+	var chunk [256]*keyMember[K, T]
+	for i := 0; ; i += len(chunk) {
+		k.mu.Lock()
+		n := 0
+		if i < len(k.members) {
+			n = copy(chunk[:], k.members[i:])
+		}
+		k.mu.Unlock()
+		for _, m := range chunk[:n] {
+			f(m)
+		}
+		if n < len(chunk) {
+			return
+		}
+	}
+}
+
+// snapshot returns the keys with state now.
+func (k *Keyed[K, T]) snapshot() []*keyMember[K, T] {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]*keyMember[K, T](nil), k.members...)
+}
+
+// publishClock stores a new tick of the keys' clock and returns it.
+func (k *Keyed[K, T]) publishClock() *tick {
+	d := time.Since(k.start)
+	t := &tick{ns: int64(d), at: k.start.Add(d)}
+	k.clock.Store(t)
+	return t
+}
+
+// maintain is the keyed pool's one maintainer goroutine, for every key:
+// every tick it publishes the keys' clock to each key's pool and does its
+// tick's work (Pool.tend: reaping, leaks, MinIdle), starts the health
+// checks that are due (one goroutine runs them all, key after key), and
+// looks for the room that keys still need (tendRoom) whenever that is due.
+// It exits when Close ends the keyed pool's context.
+func (k *Keyed[K, T]) maintain() {
+	defer k.goroutine(-1)
+	tk := time.NewTicker(k.tick)
+	defer tk.Stop()
+	room := time.NewTimer(time.Hour)
+	defer room.Stop()
+	var healthRunning atomic.Bool
+	for ticks := 1; ; {
+		select {
+		case <-k.ctx.Done():
+			return
+		case <-tk.C:
+			ticks++
+			t := k.publishClock()
+			var due []*keyMember[K, T]
+			health := k.kcfg.HealthCheckPeriod > 0 && !healthRunning.Load()
+			k.eachMember(func(m *keyMember[K, T]) {
+				m.p.clock.Store(t)
+				m.p.tend(ticks, m.poked.Swap(false))
+				if health {
+					if _, ok := m.p.healthDue(); ok {
+						due = append(due, m)
+					}
+				}
+			})
+			if len(due) > 0 {
+				healthRunning.Store(true)
+				k.goroutine(1)
+				go func() {
+					defer k.goroutine(-1)
+					defer healthRunning.Store(false)
+					for _, m := range due {
+						m.p.healthPass(t.ns)
+					}
+				}()
+			}
+		case <-k.kick:
+			k.eachPoked()
+		case <-room.C:
+		}
+		if d := k.tendRoom(); d > 0 {
+			room.Reset(d)
+		}
+	}
+}
+
+// eachPoked reaps the keys whose pool asked for a pass (Reset, a shrink).
+func (k *Keyed[K, T]) eachPoked() {
+	k.eachMember(func(m *keyMember[K, T]) {
+		if m.poked.Swap(false) {
+			m.p.reap()
+		}
+	})
+}
+
+// roomFor looks for room for m's waiters at the global cap (see budget):
+// a starving key gets the least recently used idle object of a key nobody
+// waits for; a hungry one with a need gets a surplus one, or, once it has
+// waited bound, one idle at least bound. It reports false when m needs
+// room and none was found: the maintainer looks again (tendRoom).
+func (k *Keyed[K, T]) roomFor(m *keyMember[K, T]) bool {
+	b := &k.b
+	b.mu.Lock()
+	b.place(m, m.p.live.Load())
+	if b.used < b.max {
+		b.mu.Unlock()
+		return true // free room: the key's own reserve, or pump, takes it
+	}
+	minIdle, reason := int64(-1), 0
+	switch m.list {
+	case &b.starving:
+		if m.coming == 0 {
+			minIdle, reason = 0, reasonEvict
+		}
+	case &b.hungry:
+		if b.need(m) > 0 {
+			minIdle, reason = b.surplusAge(), reasonEvictSurplus
+			if b.now()-m.since >= b.bound() {
+				minIdle, reason = b.bound(), reasonEvictHot
+			}
+		}
+	}
+	if minIdle < 0 {
+		b.mu.Unlock()
+		return true
+	}
+	m.coming++
+	b.mu.Unlock()
+	if k.evictFor(m, minIdle, reason) {
+		return true
+	}
+	b.mu.Lock()
+	m.coming--
+	b.mu.Unlock()
+	return false
+}
+
+// tendRoom looks for room for the keys at the heads of the lists that
+// still need it — the starving ones, the hungry ones (a surplus object, or
+// one idle for bound once they have waited bound) — and returns when to
+// look again (0: nothing to look for).
+func (k *Keyed[K, T]) tendRoom() time.Duration {
+	b := &k.b
+	var todo [2 * walkLimit]*keyMember[K, T]
+	n := 0
+	b.mu.Lock()
+	if b.used < b.max {
+		b.mu.Unlock()
+		b.pump() // free room goes to the keys that need it
+		return 0
+	}
+	for m := b.starving.head; m != nil && n < walkLimit; m = m.next {
+		if m.coming == 0 {
+			todo[n] = m
+			n++
+		}
+	}
+	for m := b.hungry.head; m != nil && n < len(todo); m = m.next {
+		if b.need(m) > 0 {
+			todo[n] = m
+			n++
+		}
+	}
+	b.mu.Unlock()
+	again := false
+	for _, m := range todo[:n] {
+		if !k.roomFor(m) {
+			again = true
+		}
+	}
+	if !again {
+		return 0
+	}
+	// Again within a quarter of bound: an object released idle where
+	// nobody waits, or one that comes of age, is found that late at most.
+	return time.Duration(max(b.bound()/4, int64(time.Millisecond)))
+}
+
+// evictFor closes, for m, the least recently used idle object of another
+// key that nobody waits for and that has been idle at least minIdle (see
+// victim), counted under reason (a hungry key's victim idle past
+// surplusAge counts as surplus); it reports whether it found one. The
+// slot, once the close returns, goes to m first.
+func (k *Keyed[K, T]) evictFor(m *keyMember[K, T], minIdle int64, reason int) bool {
+	e, q, idle := k.victim(m, minIdle)
+	if e == nil {
+		return false
+	}
+	if reason == reasonEvictHot && idle >= k.b.surplusAge() {
+		reason = reasonEvictSurplus
+	}
+	q.evict(e, reason, m.p)
+	return true
+}
+
+// victimSample is how many keys a victim is looked for among (all of them
+// when there are no more).
+const victimSample = 64
+
+// victim claims the least recently used idle object of a key other than m
+// that nobody waits for, idle at least minIdle (to the clock's resolution:
+// an object counts as idle since the tick of its release), among every key
+// or, past victimSample keys, that many drawn at random. It returns the
+// object, its pool and how long it was idle, or nil.
+func (k *Keyed[K, T]) victim(m *keyMember[K, T], minIdle int64) (*entry[T], *Pool[T], int64) {
+	var sample [victimSample]*keyMember[K, T]
+	k.mu.Lock()
+	n := len(k.members)
+	if n <= len(sample) {
+		n = copy(sample[:], k.members)
+	} else {
+		for i := range sample {
+			sample[i] = k.members[rand.IntN(len(k.members))]
+		}
+		n = len(sample)
+	}
+	k.mu.Unlock()
+	now := k.clock.Load().ns
+	if minIdle > 0 {
+		minIdle += int64(k.tick) // lastUsed is the tick before the release: see reap
+	}
+	for range 3 {
+		var best *entry[T]
+		var bestT int64
+		for _, q := range sample[:n] {
+			if q == m || q.p.state.Load()&(waiterMask|closedBit) != 0 {
+				continue
+			}
+			q.p.reg.each(func(e *entry[T]) {
+				if e.state.Load()&1 != 0 {
+					return
+				}
+				if t := e.lastUsed.Load(); now-t >= minIdle && (best == nil || t < bestT) {
+					best, bestT = e, t
+				}
+			})
+		}
+		if best == nil {
+			return nil, nil, 0
+		}
+		if _, ok := claim(best); ok {
+			return best, best.p, now - bestT
+		}
+	}
+	return nil, nil, 0
 }

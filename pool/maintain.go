@@ -35,12 +35,8 @@ func tickFor(c Config) time.Duration {
 // the pool's context.
 func (p *Pool[T]) maintain() {
 	defer p.goExit()
-	if p.stopped != nil {
-		defer p.stopped()
-	}
 	tk := time.NewTicker(p.tick)
 	defer tk.Stop()
-	timed := p.cfg.MaxIdleTime > 0 || p.cfg.MaxLifetime > 0
 	p.topUpMinIdle()
 	for ticks := 1; ; ticks++ {
 		poked := false
@@ -52,17 +48,25 @@ func (p *Pool[T]) maintain() {
 			poked = true
 		}
 		p.publishClock()
-		if poked || (timed && ticks%reapEvery == 0) || p.needsReap() {
-			p.reap()
-		}
-		if p.cfg.LeakThreshold > 0 {
-			p.findLeaks()
-		}
+		p.tend(ticks, poked)
 		if p.cfg.HealthCheckPeriod > 0 {
 			p.healthTick()
 		}
-		p.topUpMinIdle()
 	}
+}
+
+// tend is a tick's work but the clock and the health checks, which a keyed
+// pool's maintainer does for all its keys at once: reap when due, look for
+// leaks, keep MinIdle.
+func (p *Pool[T]) tend(ticks int, poked bool) {
+	timed := p.cfg.MaxIdleTime > 0 || p.cfg.MaxLifetime > 0
+	if poked || (timed && ticks%reapEvery == 0) || p.needsReap() {
+		p.reap()
+	}
+	if p.cfg.LeakThreshold > 0 {
+		p.findLeaks()
+	}
+	p.topUpMinIdle()
 }
 
 // needsReap reports whether a pass has work that cannot wait for the timed
@@ -115,7 +119,7 @@ func (p *Pool[T]) reap() {
 		case r != 0:
 		case p.state.Load()&shrinkingBit != 0 && p.claimSurplus():
 			idle--
-			p.closeClaimed(e, reasonShrink)
+			p.closeClaimed(e, reasonShrink, nil)
 			return
 		case p.maxIdle > 0 && now-e.lastUsed.Load() >= p.maxIdle+int64(p.tick) && idle > p.minIdle():
 			// lastUsed is the clock's tick at the release, up to one tick

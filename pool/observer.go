@@ -119,7 +119,9 @@ const (
 	ClosePool         CloseReason = reasonClosed       // the pool was closed
 	CloseMaxIdle      CloseReason = reasonMaxIdle      // released while MaxIdle objects were idle
 	CloseHealthCheck  CloseReason = reasonHealth       // a background health check failed
-	CloseEvict        CloseReason = reasonEvict        // a keyed pool closed it, idle, to make room for another key
+	CloseEvict        CloseReason = reasonEvict        // a keyed pool closed it for a key that held no object
+	CloseEvictSurplus CloseReason = reasonEvictSurplus // a keyed pool closed it, idle long enough to be surplus, for another key
+	CloseEvictHot     CloseReason = reasonEvictHot     // a keyed pool closed it, idle, for a key whose waiters outnumbered its objects
 )
 
 // NumCloseReasons bounds the [CloseReason] values: [Stats.ClosedBy] has this many
@@ -127,7 +129,8 @@ const (
 const NumCloseReasons = nReasons
 
 var reasonNames = [nReasons]string{"", "lifetime", "idle", "uses", "recycle", "destroy",
-	"reset", "release_check", "shrink", "pool_closed", "max_idle", "health_check", "evict"}
+	"reset", "release_check", "shrink", "pool_closed", "max_idle", "health_check", "evict",
+	"evict_surplus", "evict_hot"}
 
 func (r CloseReason) String() string {
 	if r > 0 && int(r) < len(reasonNames) {

@@ -108,19 +108,10 @@ type Pool[T any] struct {
 	healthRunning atomic.Bool
 	nextHealth    int64
 
-	// kb is the global budget of the keyed pool this pool is a member of
-	// (one key's objects), nil for a pool of its own; set before the pool
-	// runs. See keyed.go.
-	kb *budget[T]
-	// roomSeen is budget.need's scratch count (guarded by budget.mu).
-	roomSeen int64
-	// busy counts, in a keyed pool's member, the Acquires in their slow
-	// path's block and the Warms under way: a member is not dropped while
-	// one runs (a connect that fails, with nobody queued, leaves the member
-	// empty, and the Acquire retries on it). stopped, if set, runs when the
-	// maintainer exits (Keyed.Close waits for every member's).
-	busy    atomic.Int64
-	stopped func()
+	// rm is where room comes from beyond MaxSize: nothing (solo) for a
+	// pool of its own, the keyed pool's budget for one key's pool (see
+	// room.go). Set before the pool runs, never changed.
+	rm room[T]
 }
 
 // Bits of Pool.state. The low bits count queued waiters.
@@ -133,12 +124,7 @@ const (
 	// that the fast paths pay nothing for options that are not set.
 	acqHookBit = int64(1) << 60
 	relHookBit = int64(1) << 59 // MaxIdle, or a manager that implements ReleaseChecker
-	// roomBit is set on every member of a keyed pool while a waiter of
-	// some key waits for global room (see budget): it keeps Release off its
-	// fast path, so that an object released where nobody waits is closed to
-	// make that room.
-	roomBit    = int64(1) << 58
-	waiterMask = roomBit - 1
+	waiterMask = relHookBit - 1
 )
 
 // maxExchangeCap bounds the exchange's capacity: it holds hints, and an idle
@@ -236,16 +222,22 @@ func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	p := build(m, cfg, m, time.Now())
+	ctx, cancel := context.WithCancelCause(context.Background())
+	p := build(m, cfg, m, time.Now(), solo[T]{}, ctx, cancel)
+	p.kick = make(chan struct{}, 1)
 	p.run()
 	return p, nil
 }
 
 // build makes a pool of objects made by m, with cfg normalized, whose clock
-// starts at start; run starts it. opt is what the pool asks for the
-// manager's optional interfaces (ReleaseChecker, RecycleSkipper): m itself,
-// or, for a keyed pool's member, the keyed manager m adapts.
-func build[T any](m manager.Manager[T], cfg Config, opt any, start time.Time) *Pool[T] {
+// starts at start, whose room beyond MaxSize is rm and whose connects and
+// maintenance end when ctx does (cancel, called by Close, ends it); run
+// starts it. opt is what the pool asks for the manager's optional
+// interfaces (ReleaseChecker, RecycleSkipper): m itself, or, for a keyed
+// pool's key, the keyed manager m adapts. A pool of its own makes its kick
+// channel; a key's pool has none (its room pokes the keyed pool's
+// maintainer).
+func build[T any](m manager.Manager[T], cfg Config, opt any, start time.Time, rm room[T], ctx context.Context, cancel context.CancelCauseFunc) *Pool[T] {
 	p := &Pool[T]{
 		mgr:     m,
 		cfg:     cfg,
@@ -256,8 +248,10 @@ func build[T any](m manager.Manager[T], cfg Config, opt any, start time.Time) *P
 		tick:    tickFor(cfg),
 		local:   shard.NewLocal[*entry[T]](cfg.LocalDepth, nil),
 		sem:     make(chan struct{}, cfg.MaxConnecting),
-		kick:    make(chan struct{}, 1),
 		doneCh:  make(chan struct{}),
+		rm:      rm,
+		ctx:     ctx,
+		cancel:  cancel,
 	}
 	if o, ok := cfg.Observer.(slogObserver); ok && cfg.Name != "" {
 		o.name = cfg.Name // each pool its own copy: the Observer may be shared
@@ -268,8 +262,7 @@ func build[T any](m manager.Manager[T], cfg Config, opt any, start time.Time) *P
 	p.recycles = skip == nil || !skip.SkipRecycle()
 	p.setHooks()
 	p.reg.init(min(cfg.MaxSize, 64))
-	p.publishClock() // a keyed pool's member starts late on the shared clock
-	p.ctx, p.cancel = context.WithCancelCause(context.Background())
+	p.publishClock() // a keyed pool's key starts late on the shared clock
 	p.maxSize.Store(int64(cfg.MaxSize))
 	p.xch.Store(&xbox[T]{newExchange[T](cfg.Exchange, cfg.MaxSize)})
 	return p
@@ -277,7 +270,7 @@ func build[T any](m manager.Manager[T], cfg Config, opt any, start time.Time) *P
 
 // run starts the pool's maintainer.
 func (p *Pool[T]) run() {
-	p.goroutines.Add(1)
+	p.goStart()
 	go p.maintain()
 }
 
@@ -366,6 +359,9 @@ func (p *Pool[T]) Reset() {
 
 // poke asks the maintainer for an early pass.
 func (p *Pool[T]) poke() {
+	if p.rm.poke(p) {
+		return // a keyed pool's maintainer
+	}
 	select {
 	case p.kick <- struct{}{}:
 	default:

@@ -129,8 +129,8 @@ func (p *Pool[T]) putHeld(e *entry[T]) {
 // giveBack returns an object the caller holds and that passed its checks (a
 // released, fresh, rescued or reaped one): closed if the pool is closed or
 // the object is surplus after a shrink, else (in a keyed pool's member)
-// closed if a waiter of another key has waited for global room longer than
-// this key's oldest waiter, else to the oldest waiter, else to the idle set.
+// closed if another key needs its room more (room.yield), else to the
+// oldest waiter, else to the idle set.
 func (p *Pool[T]) giveBack(e *entry[T]) {
 	s := p.state.Load()
 	if s&closedBit != 0 {
@@ -138,13 +138,11 @@ func (p *Pool[T]) giveBack(e *entry[T]) {
 		return
 	}
 	if s&shrinkingBit != 0 && p.claimSurplus() {
-		p.closeClaimed(e, reasonShrink)
+		p.closeClaimed(e, reasonShrink, nil)
 		return
 	}
-	if s&roomBit != 0 && p.kb.yieldTo(p) {
-		// A waiter of another key has waited for global room longer than
-		// anyone has waited here: the object's slot is that waiter's.
-		p.discard(e, reasonEvict)
+	if to, r := p.rm.yield(p); to != nil {
+		p.evict(e, r, to)
 		return
 	}
 	if s&waiterMask != 0 && p.handoff(hand[T]{e: e}) {
@@ -163,11 +161,7 @@ func (p *Pool[T]) giveBack(e *entry[T]) {
 // afterPublish runs after an object was published while state was non-zero:
 // hand idle objects to waiters; close what a concurrent Close missed; after
 // a shrink that raced with the publish (the maintainer's pass may have
-// looked before the object was idle), ask the maintainer for another pass;
-// and in a keyed pool's member that nobody waits for, close idle objects
-// while another key waits for global room (a release on the fast path
-// publishes, then loads state: either it sees roomBit, or the waiter's
-// makeRoom, which sets the bit before it looks, sees the object idle).
+// looked before the object was idle), ask the maintainer for another pass.
 func (p *Pool[T]) afterPublish() {
 	s := p.state.Load()
 	if s&closedBit != 0 {
@@ -179,8 +173,5 @@ func (p *Pool[T]) afterPublish() {
 	}
 	if s&shrinkingBit != 0 && p.kept() > p.maxSize.Load() {
 		p.poke()
-	}
-	if s&roomBit != 0 && s&waiterMask == 0 {
-		p.evictForRoom()
 	}
 }

@@ -23,11 +23,11 @@ import "fmt"
 // live is also read without the lock (an atomic load) where a stale value is
 // harmless: the refusals in reserve and the gauges' cheap readers.
 //
-// In a member of a keyed pool, reserve also takes one of the budget's
-// global slots in the same step (budget.take, under smu: the key's limit
-// and the global one hold together), and every transition that lowers live
-// gives it back (freed), so that the budget's count is the members' live
-// counts summed.
+// In a key's pool of a keyed pool, reserve also takes one of the budget's
+// global slots in the same step (room.take, under smu: the key's limit and
+// the global one hold together), and every transition that lowers live
+// gives it back (room.freed), so that the budget's count is the keys'
+// live counts summed.
 //
 // Every transition that lowers live is followed by afterFree, which offers
 // the room to the oldest waiter or, once the pool is closed, lets Close
@@ -48,7 +48,7 @@ func (p *Pool[T]) reserve() bool {
 		return false
 	}
 	p.smu.Lock()
-	ok := p.live.Load() < p.maxSize.Load() && (p.kb == nil || p.kb.take(p))
+	ok := p.live.Load() < p.maxSize.Load() && p.rm.take(p)
 	if ok {
 		p.live.Add(1)
 		p.connecting.Add(1)
@@ -59,10 +59,10 @@ func (p *Pool[T]) reserve() bool {
 		p.checkDone()
 		return false
 	}
-	if !ok && p.kb != nil {
-		// Refused for a waiter of another key ahead, maybe: the room it
-		// left free goes to that waiter now (budget.pump).
-		p.kb.pump()
+	if !ok {
+		// In a keyed pool, refused for another key's need, maybe: the
+		// room left free goes to it now.
+		p.rm.refused(p)
 	}
 	return ok
 }
@@ -75,7 +75,7 @@ func (p *Pool[T]) unreserve() {
 	p.live.Add(-1)
 	p.checkSlots()
 	p.smu.Unlock()
-	p.freed(false)
+	p.rm.freed(p, nil)
 }
 
 // connected records a successful connect in its slot and returns the new
@@ -127,15 +127,16 @@ func (p *Pool[T]) claimSurplus() bool {
 }
 
 // closed records that Manager.Close has returned for an object closed for
-// reason r, freeing its slot, and offers the room to the oldest waiter.
-func (p *Pool[T]) closed(r int) {
+// reason r, freeing its slot, and offers the room to the oldest waiter: in
+// a keyed pool, to pool to if the close was an eviction for it.
+func (p *Pool[T]) closed(r int, to *Pool[T]) {
 	p.smu.Lock()
 	p.counters.closed[r].Add(1)
 	p.closing.Add(-1)
 	p.live.Add(-1)
 	p.checkSlots()
 	p.smu.Unlock()
-	p.freed(r == reasonEvict)
+	p.rm.freed(p, to)
 	p.afterFree()
 }
 
@@ -147,23 +148,8 @@ func (p *Pool[T]) detached() {
 	p.live.Add(-1)
 	p.checkSlots()
 	p.smu.Unlock()
-	p.freed(false)
+	p.rm.freed(p, nil)
 	p.afterFree()
-}
-
-// freed follows every transition that lowered live, before its follow-up:
-// in a keyed pool's member, the global slot goes back to the budget, which
-// hands it to the oldest waiter for room of any key (see budget.free), and
-// a member left without objects or waiters is dropped (Keyed.drop).
-// evicted says whether the slot is an eviction's (see budget.evicting).
-func (p *Pool[T]) freed(evicted bool) {
-	if p.kb == nil {
-		return
-	}
-	p.kb.free(evicted)
-	if p.live.Load() == 0 && p.state.Load()&waiterMask == 0 {
-		p.kb.empty(p)
-	}
 }
 
 // afterFree follows every transition that lowered live: once the pool is

@@ -71,9 +71,7 @@ func (q *waitQueue[T]) remove(w *waiter[T]) bool {
 	if !w.queued {
 		return false
 	}
-	if kb := w.owner.kb; kb != nil {
-		kb.unwant(w)
-	}
+	w.owner.rm.unwant(w)
 	if w.prev != nil {
 		w.prev.next = w.next
 	} else {
@@ -202,10 +200,10 @@ func (p *Pool[T]) dispatchFrom(scanOnly bool) {
 			continue
 		}
 		if !p.reserve() {
-			if p.kb != nil {
-				// A keyed pool's member at the global cap: room is made
-				// by closing another key's idle object, if there is one.
-				p.kb.makeRoom()
+			if p.live.Load() < p.maxSize.Load() {
+				// A keyed pool's key at the global cap, under its own:
+				// room may come from another key (see budget).
+				p.rm.makeRoom(p)
 			}
 			return
 		}
@@ -259,9 +257,7 @@ func (p *Pool[T]) enqueue(w *waiter[T], front, objOnly bool) bool {
 	} else {
 		p.queue.pushBack(w)
 	}
-	if p.kb != nil {
-		p.kb.want(w)
-	}
+	p.rm.want(w)
 	p.state.Add(1)
 	return true
 }
@@ -439,10 +435,8 @@ func (p *Pool[T]) countErr(err error) {
 // connect, retry and check of a handed or fresh object, so that
 // AcquireTimeout bounds the whole Acquire.
 func (p *Pool[T]) blockTimed(ctx context.Context, begin time.Time, slot bool) (Lease[T], error) {
-	if p.kb != nil {
-		p.busy.Add(1)
-		defer p.busy.Add(-1)
-	}
+	p.rm.busy(p, 1)
+	defer p.rm.busy(p, -1)
 	start := p.now()
 	if d := p.cfg.AcquireTimeout; d > 0 {
 		var cancel context.CancelFunc
@@ -470,6 +464,9 @@ func (p *Pool[T]) withState(err error) error {
 		live, idle, max(live-idle-connecting-closing, 0), p.state.Load()&waiterMask)
 	if p.cfg.Name != "" {
 		state = "pool=" + p.cfg.Name + " " + state
+	}
+	if d := p.rm.describe(); d != "" {
+		state += "; " + d // a keyed pool's figures, beside its key's
 	}
 	return &stateError{err: err, state: state}
 }

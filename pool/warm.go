@@ -46,9 +46,7 @@ func (p *Pool[T]) Warm(ctx context.Context) error {
 			// by closes (in a keyed pool's member, maybe by other keys'
 			// idle objects: one is closed to make room). Look again when
 			// they may have ended.
-			if p.kb != nil {
-				p.kb.evictOne()
-			}
+			p.rm.tryRoom(p)
 			t := time.NewTimer(pause)
 			select {
 			case <-t.C:

@@ -96,7 +96,7 @@ func TestObserveKeyedMeasuresKeysOnlyWithPerKey(t *testing.T) {
 			}
 		}
 		require.Equal(t, totals, got, "the totals are the same with PerKey")
-		require.Equal(t, map[string]int{"A": 30, "B": 30}, perKey)
+		require.Equal(t, map[string]int{"A": 32, "B": 32}, perKey)
 
 		got = observeKeyed(t, k, poolotel.KeyedOptions[string]{PerKey: true})
 		a, _ := k.KeyStats("a")

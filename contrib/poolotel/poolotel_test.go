@@ -120,7 +120,7 @@ func testObservePoolReportsAPoolInAKnownState(t *testing.T) {
 		"poolkit.pool.leaks service=api":                                               {0, mono, "{lease}"},
 		"poolkit.pool.health_checks service=api":                                       {0, mono, "{check}"},
 	}
-	for _, r := range []string{"lifetime", "idle", "uses", "recycle", "reset", "release_check", "shrink", "pool_closed", "max_idle", "health_check", "evict"} {
+	for _, r := range []string{"lifetime", "idle", "uses", "recycle", "reset", "release_check", "shrink", "pool_closed", "max_idle", "health_check", "evict", "evict_surplus", "evict_hot"} {
 		want["poolkit.pool.connection.closed poolkit.pool.close.reason="+r+" service=api"] = point{0, mono, "{connection}"}
 	}
 	require.Equal(t, want, got)

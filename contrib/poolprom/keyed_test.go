@@ -135,7 +135,7 @@ func TestKeyedCollectorExportsKeysOnlyWithPerKey(t *testing.T) {
 			}
 		}
 		require.Equal(t, totals, got, "the totals are the same with PerKey")
-		require.Equal(t, map[string]int{"A": 56, "B": 56}, perKey)
+		require.Equal(t, map[string]int{"A": 58, "B": 58}, perKey)
 
 		got = gatherKeyed(t, k, poolprom.KeyedOptions[string]{PerKey: true})
 		a, _ := k.KeyStats("a")

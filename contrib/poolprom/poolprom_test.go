@@ -61,6 +61,8 @@ poolkit_pool_connections{pool="db",state="used"} 1
 # TYPE poolkit_pool_connections_closed_total counter
 poolkit_pool_connections_closed_total{pool="db",reason="destroy"} 1
 poolkit_pool_connections_closed_total{pool="db",reason="evict"} 0
+poolkit_pool_connections_closed_total{pool="db",reason="evict_hot"} 0
+poolkit_pool_connections_closed_total{pool="db",reason="evict_surplus"} 0
 poolkit_pool_connections_closed_total{pool="db",reason="health_check"} 0
 poolkit_pool_connections_closed_total{pool="db",reason="idle"} 0
 poolkit_pool_connections_closed_total{pool="db",reason="lifetime"} 0
