@@ -44,7 +44,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 		// Local.Pop's steps, inlined: the only calls are the runtime's pin
 		// and unpin. A nil stack (synchronised builds, or a P beyond the
 		// table) misses here; the slow path's take pops the whole way.
-		st := p.local.Stack(shard.Enter())
+		st := p.local.Load().Stack(shard.Enter())
 		e, ok := st.Pop()
 		shard.Exit()
 		if ok {

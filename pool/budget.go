@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/poolkit/poolkit/internal/shard"
 )
 
 // The budget of a keyed pool: one count of global slots (used, against
@@ -323,6 +325,8 @@ type keyMember[K comparable, T any] struct {
 	calls atomic.Int64
 	// poked asks the keyed pool's maintainer for a pass of p.
 	poked atomic.Bool
+	// scans counts the objects found by a scan (see hintsAfter).
+	scans atomic.Int64
 
 	// Guarded by budget.mu.
 	waiting    int64 // waiters queued in p
@@ -445,6 +449,26 @@ func (m *keyMember[K, T]) busy(_ *Pool[T], delta int64) { m.calls.Add(delta) }
 func (m *keyMember[K, T]) goroutine(delta int) { m.k.goroutine(delta) }
 
 func (m *keyMember[K, T]) connected(d time.Duration) { m.k.b.connected(d) }
+
+// hintsAfter is how many objects a key's Acquires find by a scan of its
+// registry before its pool gets per-P stacks and an exchange of its own.
+// Until then it shares the keyed pool's empty ones (see shared), so that a
+// key used now and then costs no memory per P; a key in steady use gets
+// the single pool's hot path.
+const hintsAfter = 16
+
+func (m *keyMember[K, T]) scanned(p *Pool[T]) {
+	sh := m.k.sh
+	if p.local.Load() != sh.local || m.scans.Add(1) != hintsAfter {
+		return
+	}
+	p.mu.Lock() // drop closes the pool under mu: no hints for a dropped key
+	if p.state.Load()&closedBit == 0 && p.local.Load() == sh.local {
+		p.local.Store(shard.NewLocal[*entry[T]](p.cfg.LocalDepth, nil))
+		p.xch.Store(&xbox[T]{newExchange[T](p.cfg.Exchange, p.cfg.MaxSize)})
+	}
+	p.mu.Unlock()
+}
 
 func (m *keyMember[K, T]) poke(*Pool[T]) bool {
 	m.poked.Store(true)

@@ -49,7 +49,7 @@ func (p *Pool[T]) shut() {
 // waitDone is Close's wait (see Close).
 func (p *Pool[T]) waitDone(ctx context.Context) error {
 	select {
-	case <-p.doneCh:
+	case <-p.doneChan():
 		return nil
 	case <-ctx.Done():
 		return p.closeUnfinished(ctx)
@@ -95,8 +95,30 @@ func (p *Pool[T]) closeUnfinished(ctx context.Context) error {
 // calls it after its own atomic update, so the last one sees all three.
 func (p *Pool[T]) checkDone() {
 	if p.state.Load()&closedBit != 0 && p.live.Load() == 0 && p.goroutines.Load() == 0 {
-		p.doneOnce.Do(func() { close(p.doneCh) })
+		p.doneOnce.Do(func() {
+			p.smu.Lock()
+			p.done = true
+			if p.doneCh != nil {
+				close(p.doneCh)
+			}
+			p.smu.Unlock()
+		})
 	}
+}
+
+// doneChan returns a channel closed once the pool is done (see checkDone).
+// It is made by the first call: a pool that is never waited for (most of
+// a keyed pool's keys) never makes one.
+func (p *Pool[T]) doneChan() <-chan struct{} {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	if p.doneCh == nil {
+		p.doneCh = make(chan struct{})
+		if p.done {
+			close(p.doneCh)
+		}
+	}
+	return p.doneCh
 }
 
 // goStart counts a goroutine the pool is about to start; goExit ends it.

@@ -127,11 +127,13 @@ func (p *Pool[T]) callConnect(ctx context.Context) (v T, err error) {
 // ConnectTimeout, an error matching ErrTimeout and
 // context.DeadlineExceeded as well as the manager's error.
 func (p *Pool[T]) connect(cause context.Context) (v T, err error) {
-	select {
-	case p.sem <- struct{}{}:
-		defer func() { <-p.sem }()
-	case <-p.ctx.Done():
-		return v, ErrClosed
+	if p.sem != nil {
+		select {
+		case p.sem <- struct{}{}:
+			defer func() { <-p.sem }()
+		case <-p.ctx.Done():
+			return v, ErrClosed
+		}
 	}
 	if p.ctx.Err() != nil { // both cases may be ready: Close wins
 		return v, ErrClosed

@@ -3,7 +3,7 @@ package pool
 import "unsafe"
 
 // LocalDepth returns the per-P depth in use.
-func (p *Pool[T]) LocalDepth() int { return p.local.Depth() }
+func (p *Pool[T]) LocalDepth() int { return p.local.Load().Depth() }
 
 // ExchangeCap returns the capacity of the current exchange.
 func (p *Pool[T]) ExchangeCap() int { return p.xch.Load().x.Cap() }
@@ -66,4 +66,11 @@ func SetTestHookSlotUnclaimed(f func()) (restore func()) {
 func AddStats(a, b Stats) Stats {
 	a.add(b)
 	return a
+}
+
+// PoolLayout returns where the fields the fast paths read end in a Pool,
+// and where the first field written on the slow paths begins.
+func PoolLayout() (hotEnd, firstWritten uintptr) {
+	var p Pool[*int]
+	return unsafe.Offsetof(p.maxUses) + unsafe.Sizeof(p.maxUses), unsafe.Offsetof(p.live)
 }

@@ -44,7 +44,7 @@ func (p *Pool[T]) publish(e *entry[T]) {
 // hint pushes a hint for e on this P's stack, else in the exchange; when
 // both are full, e has no hint and is found by a registry scan.
 func (p *Pool[T]) hint(e *entry[T]) {
-	if !p.local.Push(e) {
+	if !p.local.Load().Push(e) {
 		p.xch.Load().x.Park(e)
 	}
 }
@@ -72,7 +72,7 @@ const (
 func (p *Pool[T]) take(aging bool) (*entry[T], int) {
 	now := p.clock.Load().ns
 	for {
-		e, ok := p.local.Pop()
+		e, ok := p.local.Load().Pop()
 		if !ok {
 			break
 		}
@@ -108,6 +108,7 @@ func (p *Pool[T]) take(aging bool) (*entry[T], int) {
 	}
 	if e != nil {
 		p.counters.steals.Add(1)
+		p.rm.scanned(p)
 		return e, srcSteal
 	}
 	return nil, 0
@@ -140,7 +141,7 @@ func (p *Pool[T]) drainIdle(r int) {
 // dropHints empties the per-P stacks and the exchange of hints (after Close:
 // the entries they point at are gone).
 func (p *Pool[T]) dropHints() {
-	p.local.Retire()
+	p.local.Load().Retire()
 	x := p.xch.Load().x
 	for {
 		if _, ok := x.Unpark(); !ok {

@@ -179,6 +179,17 @@ func TestEntryLayout(t *testing.T) {
 	require.Equal(t, uintptr(128), size, "size of entry")
 }
 
+// TestPoolHotFieldsShareOneLine checks the Pool's layout: the fields every
+// Acquire and Release reads lie in its first cache line, and the fields
+// the slow paths write begin past it, so that a slow path never takes that
+// line from the fast paths of other Ps (decision 0009); a Pool's size class
+// keeps the allocation aligned to a cache line.
+func TestPoolHotFieldsShareOneLine(t *testing.T) {
+	hotEnd, firstWritten := pool.PoolLayout()
+	require.LessOrEqual(t, hotEnd, uintptr(cacheline.Size), "the fast paths' fields end within the first line")
+	require.GreaterOrEqual(t, firstWritten, uintptr(cacheline.Size), "the slow paths' fields start past it")
+}
+
 // TestEntriesShareNoCacheLine checks that no two objects' entries have bytes
 // in one cache line (of cacheline.Size), whatever T's size: every Acquire
 // and Release writes its entry, and two Ps using neighbouring entries would

@@ -108,8 +108,9 @@ func (c KeyedConfig) keyConfig() (Config, error) {
 type Keyed[K comparable, T any] struct {
 	mgr   manager.Keyed[K, T]
 	cfg   KeyedConfig
-	kcfg  Config    // each key's pool's
-	start time.Time // every key's clock's origin, so that idle times compare
+	kcfg  Config     // each key's pool's, which they share
+	sh    *shared[T] // what the keys' pools share
+	start time.Time  // every key's clock's origin, so that idle times compare
 	tick  time.Duration
 	b     budget[K, T]
 
@@ -152,7 +153,8 @@ func NewKeyed[K comparable, T any](m manager.Keyed[K, T], cfg KeyedConfig) (*Key
 	if err != nil {
 		return nil, err
 	}
-	k := &Keyed[K, T]{mgr: m, cfg: cfg, kcfg: kcfg, start: time.Now(), tick: tickFor(kcfg),
+	kcfg = kcfg.named()
+	k := &Keyed[K, T]{mgr: m, cfg: cfg, kcfg: kcfg, sh: newShared[T](), start: time.Now(), tick: tickFor(kcfg),
 		hot: make([]hotKey[K, T], runtime.GOMAXPROCS(0)), kick: make(chan struct{}, 1), idle: make(chan struct{})}
 	k.b.max, k.b.start = int64(cfg.MaxSize), k.start
 	k.ctx, k.cancel = context.WithCancelCause(context.Background())
@@ -162,20 +164,16 @@ func NewKeyed[K comparable, T any](m manager.Keyed[K, T], cfg KeyedConfig) (*Key
 	return k, nil
 }
 
-// keyedManager is the Manager of one key's pool: Connect for its key;
+// A keyMember is also the Manager of its key's pool: Connect for its key;
 // Recycle and Close are the keyed manager's.
-type keyedManager[K comparable, T any] struct {
-	m   manager.Keyed[K, T]
-	key K
+
+func (m *keyMember[K, T]) Connect(ctx context.Context) (T, error) { return m.k.mgr.Connect(ctx, m.key) }
+
+func (m *keyMember[K, T]) Recycle(ctx context.Context, obj T, met manager.Metrics) error {
+	return m.k.mgr.Recycle(ctx, obj, met)
 }
 
-func (a *keyedManager[K, T]) Connect(ctx context.Context) (T, error) { return a.m.Connect(ctx, a.key) }
-
-func (a *keyedManager[K, T]) Recycle(ctx context.Context, obj T, m manager.Metrics) error {
-	return a.m.Recycle(ctx, obj, m)
-}
-
-func (a *keyedManager[K, T]) Close(obj T) error { return a.m.Close(obj) }
+func (m *keyMember[K, T]) Close(obj T) error { return m.k.mgr.Close(obj) }
 
 // hotKey is one P's entry of Keyed.hot, on cache lines of its own.
 type hotKey[K comparable, T any] struct {
@@ -233,7 +231,7 @@ func (k *Keyed[K, T]) add(key K) *Pool[T] {
 		panic("pool: Keyed: a key that is not equal to itself (a NaN) cannot be looked up again")
 	}
 	m := &keyMember[K, T]{k: k, key: key, idx: len(k.members)}
-	m.p = build(manager.Manager[T](&keyedManager[K, T]{k.mgr, key}), k.kcfg, any(k.mgr), k.start, room[T](m), k.ctx, k.cancel)
+	m.p = build(manager.Manager[T](m), &k.kcfg, any(k.mgr), k.start, room[T](m), k.ctx, k.cancel, k.sh)
 	m.p.clock.Store(k.clock.Load())
 	k.members = append(k.members, m)
 	k.table.Store(key, m)
@@ -303,10 +301,19 @@ func (k *Keyed[K, T]) Acquire(ctx context.Context, key K) (Lease[T], error) {
 			return l, nil
 		}
 		if err != ErrClosed || k.closed.Load() {
-			p.rm.(*keyMember[K, T]).dropIfEmpty()
+			dropIfEmpty(p)
 			return l, err
 		}
 		// The key's state was dropped as this Acquire reached it.
+	}
+}
+
+// dropIfEmpty drops the state of p's key if a failed call left it empty.
+//
+//go:noinline
+func dropIfEmpty[T any](p *Pool[T]) {
+	if m, ok := p.rm.(interface{ dropIfEmpty() }); ok {
+		m.dropIfEmpty()
 	}
 }
 
@@ -333,7 +340,7 @@ func (k *Keyed[K, T]) TryAcquire(ctx context.Context, key K) (Lease[T], error) {
 			return l, nil
 		}
 		if err != ErrClosed || k.closed.Load() {
-			p.rm.(*keyMember[K, T]).dropIfEmpty()
+			dropIfEmpty(p)
 			return l, err
 		}
 	}

@@ -20,29 +20,9 @@ import (
 //
 // A Pool must be closed with Close to stop its goroutines.
 type Pool[T any] struct {
-	// Read-only after New.
-	mgr      manager.Manager[T]
-	relCheck manager.ReleaseChecker[T] // mgr, if it implements ReleaseChecker
-	cfg      Config
-	expiry   bool  // MaxLifetime, MaxIdleTime or MaxUses is set
-	recycles bool  // mgr has a Recycle to call (it does not skip it: manager.RecycleSkipper)
-	maxIdle  int64 // cfg.MaxIdleTime in ns
-	maxUses  uint64
-	start    time.Time // monotonic origin of the clock
-	tick     time.Duration
-	// local holds hints: pointers to objects that were idle when pushed.
-	// A hint is claimed (see claim) before use, and a stale one is dropped.
-	local    *shard.Local[*entry[T]]
-	ctx      context.Context // cancelled by Close: connects and the maintainer
-	cancel   context.CancelCauseFunc
-	sem      chan struct{} // bounds concurrent Manager.Connect calls
-	kick     chan struct{} // asks the maintainer for an early pass (1-buffered)
-	doneCh   chan struct{} // closed once closed, nothing live, no goroutine
-	doneOnce sync.Once
-
-	_ cacheline.Pad
-	// Read on every Acquire and Release; written rarely (waiters queue,
-	// SetMaxSize shrink, Close). See the bit constants.
+	// Read on every Acquire and Release, on one cache line with the
+	// read-only fields the fast paths read. state is written rarely
+	// (waiters queue, SetMaxSize shrink, Close: see the bit constants).
 	state atomic.Int64
 	// clock is the coarse clock: the latest tick, published by the
 	// maintainer every tick. Read on the hot path (a plain load); a release
@@ -53,14 +33,44 @@ type Pool[T any] struct {
 	epoch atomic.Uint32
 	// xch is the current exchange; replaced (grown) by SetMaxSize.
 	xch atomic.Pointer[xbox[T]]
-	_   cacheline.Pad
+	// local holds hints: pointers to objects that were idle when pushed.
+	// A hint is claimed (see claim) before use, and a stale one is dropped.
+	// A key's pool of a Keyed starts with an empty one that holds nothing
+	// and gets its own once it is in steady use (see keyMember.scanned).
+	local    atomic.Pointer[shard.Local[*entry[T]]]
+	mgr      manager.Manager[T]
+	recycles bool  // mgr has a Recycle to call (it does not skip it: manager.RecycleSkipper)
+	expiry   bool  // MaxLifetime, MaxIdleTime or MaxUses is set
+	maxIdle  int64 // cfg.MaxIdleTime in ns
+	maxUses  uint64
+
+	// Read-only after New.
+	relCheck manager.ReleaseChecker[T] // mgr, if it implements ReleaseChecker
+	cfg      *Config                   // a key's pools of a Keyed share one
+	start    time.Time                 // monotonic origin of the clock
+	tick     time.Duration
+	ctx      context.Context // cancelled by Close: connects and the maintainer
+	cancel   context.CancelCauseFunc
+	sem      chan struct{} // bounds concurrent Manager.Connect calls; nil in a key's pool whose connects MaxSize bounds already
+	kick     chan struct{} // asks the maintainer for an early pass (1-buffered); nil in a key's pool
+	doneOnce sync.Once
+	// rm is where room comes from beyond MaxSize: nothing (solo) for a
+	// pool of its own, the keyed pool's budget for one key's pool (see
+	// room.go). Set before the pool runs, never changed.
+	rm room[T]
+	// waiters recycles *waiter[T] values (see getWaiter); a key's pools
+	// of a Keyed share one.
+	waiters *sync.Pool
+
+	// Written on slow paths only, from the second cache line on (see
+	// TestPoolHotFieldsShareOneLine): the fields above fill the first
+	// cacheline.Size bytes of the Pool, which the allocator aligns to it.
 	// live counts idle + leased + connecting objects, and those queued for
 	// or in Manager.Close (they keep their slots until it returns). It and
 	// maxSize change only under smu (see slots.go), so live ≤ maxSize
 	// outside a shrink.
 	live    atomic.Int64
 	maxSize atomic.Int64
-	_       cacheline.Pad
 
 	// smu guards every change to the slot counters: live, maxSize,
 	// connecting, closing, and counters.created, closed and detached (see
@@ -73,8 +83,6 @@ type Pool[T any] struct {
 	// blocking, or sending on a channel that could block.
 	mu    sync.Mutex
 	queue waitQueue[T]
-	// waiters recycles *waiter[T] values (see getWaiter).
-	waiters sync.Pool
 
 	// reg is every live object's entry: the authoritative idle set is the
 	// registered entries whose state is even (see idle.go).
@@ -90,6 +98,10 @@ type Pool[T any] struct {
 	// closing counts objects on their way to, or in, Manager.Close: they
 	// still hold their slots (under smu; see discard).
 	closing atomic.Int64
+	// doneCh is closed once done (closed, nothing live, no goroutine) is
+	// set; made by the first wait (doneChan). Both under smu.
+	doneCh chan struct{}
+	done   bool
 
 	// Connect backoff, shared by the maintainer and TryAcquire's background
 	// connects: after failures consecutive failures, no background connect
@@ -107,11 +119,6 @@ type Pool[T any] struct {
 	checking      atomic.Int64
 	healthRunning atomic.Bool
 	nextHealth    int64
-
-	// rm is where room comes from beyond MaxSize: nothing (solo) for a
-	// pool of its own, the keyed pool's budget for one key's pool (see
-	// room.go). Set before the pool runs, never changed.
-	rm room[T]
 }
 
 // Bits of Pool.state. The low bits count queued waiters.
@@ -222,22 +229,49 @@ func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg = cfg.named()
 	ctx, cancel := context.WithCancelCause(context.Background())
-	p := build(m, cfg, m, time.Now(), solo[T]{}, ctx, cancel)
+	p := build(m, &cfg, m, time.Now(), solo[T]{}, ctx, cancel, nil)
 	p.kick = make(chan struct{}, 1)
 	p.run()
 	return p, nil
 }
 
-// build makes a pool of objects made by m, with cfg normalized, whose clock
-// starts at start, whose room beyond MaxSize is rm and whose connects and
-// maintenance end when ctx does (cancel, called by Close, ends it); run
-// starts it. opt is what the pool asks for the manager's optional
-// interfaces (ReleaseChecker, RecycleSkipper): m itself, or, for a keyed
-// pool's key, the keyed manager m adapts. A pool of its own makes its kick
-// channel; a key's pool has none (its room pokes the keyed pool's
-// maintainer).
-func build[T any](m manager.Manager[T], cfg Config, opt any, start time.Time, rm room[T], ctx context.Context, cancel context.CancelCauseFunc) *Pool[T] {
+// named returns c with a stock slog Observer of its own that carries the
+// pool's Name: the Observer may be shared by pools of other names.
+func (c Config) named() Config {
+	if o, ok := c.Observer.(slogObserver); ok && c.Name != "" {
+		o.name = c.Name
+		c.Observer = o
+	}
+	return c
+}
+
+// shared is what a keyed pool's keys share in place of their own: an empty
+// per-P Local (sealed: it keeps no hint), an exchange that keeps none, and
+// the recycler of waiters.
+type shared[T any] struct {
+	local   *shard.Local[*entry[T]]
+	xch     *xbox[T]
+	waiters sync.Pool
+}
+
+func newShared[T any]() *shared[T] {
+	l := shard.NewLocal[*entry[T]](1, nil)
+	l.DrainAll(nil)
+	return &shared[T]{local: l, xch: &xbox[T]{exchange.New[*entry[T]](ExchangeNone, 0)}}
+}
+
+// build makes a pool of objects made by m, with cfg normalized (and named),
+// whose clock starts at start, whose room beyond MaxSize is rm and whose
+// connects and maintenance end when ctx does (cancel, called by Close,
+// ends it); run starts it. opt is what the pool asks for the manager's
+// optional interfaces (ReleaseChecker, RecycleSkipper): m itself, or, for a
+// keyed pool's key, the keyed manager m adapts. sh, for a keyed pool's key,
+// is what it shares with the other keys (nil: a pool of its own makes its
+// own). A pool of its own makes its kick channel; a key's pool has none
+// (its room pokes the keyed pool's maintainer).
+func build[T any](m manager.Manager[T], cfg *Config, opt any, start time.Time, rm room[T], ctx context.Context, cancel context.CancelCauseFunc, sh *shared[T]) *Pool[T] {
 	p := &Pool[T]{
 		mgr:     m,
 		cfg:     cfg,
@@ -245,17 +279,24 @@ func build[T any](m manager.Manager[T], cfg Config, opt any, start time.Time, rm
 		maxIdle: int64(cfg.MaxIdleTime),
 		maxUses: uint64(cfg.MaxUses),
 		start:   start,
-		tick:    tickFor(cfg),
-		local:   shard.NewLocal[*entry[T]](cfg.LocalDepth, nil),
-		sem:     make(chan struct{}, cfg.MaxConnecting),
-		doneCh:  make(chan struct{}),
+		tick:    tickFor(*cfg),
 		rm:      rm,
 		ctx:     ctx,
 		cancel:  cancel,
 	}
-	if o, ok := cfg.Observer.(slogObserver); ok && cfg.Name != "" {
-		o.name = cfg.Name // each pool its own copy: the Observer may be shared
-		p.cfg.Observer = o
+	if sh == nil || cfg.MaxConnecting < cfg.MaxSize {
+		// A connect holds a slot: with MaxConnecting ≥ MaxSize, which only
+		// a pool of its own can raise (SetMaxSize), nothing is to bound.
+		p.sem = make(chan struct{}, cfg.MaxConnecting)
+	}
+	if sh == nil {
+		p.local.Store(shard.NewLocal[*entry[T]](cfg.LocalDepth, nil))
+		p.xch.Store(&xbox[T]{newExchange[T](cfg.Exchange, cfg.MaxSize)})
+		p.waiters = new(sync.Pool)
+	} else {
+		p.local.Store(sh.local)
+		p.xch.Store(sh.xch)
+		p.waiters = &sh.waiters
 	}
 	p.relCheck, _ = opt.(manager.ReleaseChecker[T])
 	skip, _ := opt.(manager.RecycleSkipper)
@@ -264,7 +305,6 @@ func build[T any](m manager.Manager[T], cfg Config, opt any, start time.Time, rm
 	p.reg.init(min(cfg.MaxSize, 64))
 	p.publishClock() // a keyed pool's key starts late on the shared clock
 	p.maxSize.Store(int64(cfg.MaxSize))
-	p.xch.Store(&xbox[T]{newExchange[T](cfg.Exchange, cfg.MaxSize)})
 	return p
 }
 

@@ -43,7 +43,7 @@ func (l Lease[T]) Release() {
 		panic(staleMsg)
 	}
 	// A hint: Local.Push's steps, inlined; else the whole way (hint).
-	st := p.local.Stack(shard.Enter())
+	st := p.local.Load().Stack(shard.Enter())
 	ok := st.Push(e)
 	shard.Exit()
 	if !ok {

@@ -37,6 +37,9 @@ type room[T any] interface {
 	busy(p *Pool[T], delta int64)
 	// goroutine counts the goroutines p starts (+1) and that exit (-1).
 	goroutine(delta int)
+	// scanned tells of an object an Acquire found by a scan of the
+	// registry (no hint led to it).
+	scanned(p *Pool[T])
 	// connected tells of a successful connect that took d.
 	connected(d time.Duration)
 	// poke asks for a maintenance pass of p soon.
@@ -60,5 +63,6 @@ func (solo[T]) yield(*Pool[T]) (*Pool[T], int) { return nil, 0 }
 func (solo[T]) busy(*Pool[T], int64)           {}
 func (solo[T]) goroutine(int)                  {}
 func (solo[T]) connected(time.Duration)        {}
+func (solo[T]) scanned(*Pool[T])               {}
 func (solo[T]) poke(*Pool[T]) bool             { return false }
 func (solo[T]) describe() string               { return "" }

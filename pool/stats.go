@@ -118,7 +118,7 @@ func (p *Pool[T]) Stats() Stats {
 // per-P stack (a popped hint whose object was held is not one). It only
 // rises (see monotonic).
 func (p *Pool[T]) localHits() uint64 {
-	return p.counters.localHits.rise(uint64(max(int64(p.local.Stats().Hits)-int64(p.counters.stale.Load()), 0)))
+	return p.counters.localHits.rise(uint64(max(int64(p.local.Load().Stats().Hits)-int64(p.counters.stale.Load()), 0)))
 }
 
 // monotonic makes a derived count only rise. Acquires and LocalHits are

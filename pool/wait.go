@@ -26,18 +26,12 @@ type waiter[T any] struct {
 	queued     bool
 	// objOnly is set while the waiter backs off after a failed connect
 	// (see connRetry): it takes a released object, but no slot to connect
-	// with, until its pause is over. Atomic: a keyed pool's budget reads it
-	// under its own lock (see budget.eligible).
+	// with, until its pause is over. Atomic: read without mu by the scans
+	// of the queue that look for a slot-taker.
 	objOnly atomic.Bool
-
-	// In a keyed pool's member: owner is the pool whose queue the waiter
-	// joins, and the rest link it into the budget's queue for global room
-	// (guarded by budget.mu).
-	owner        *Pool[T]
-	rprev, rnext *waiter[T]
-	wanting      bool
-	passed       int    // releases that passed it over (see yieldTo)
-	seq          uint64 // its Acquire's place in the budget's arrival order; 0: none yet
+	// owner is the pool whose queue the waiter joins (set by getWaiter:
+	// a keyed pool's keys share the recycler of waiters).
+	owner *Pool[T]
 }
 
 // waitQueue is an intrusive FIFO list of waiters, guarded by Pool.mu.
@@ -122,13 +116,13 @@ func (q *waitQueue[T]) hasSlotTaker() bool {
 // its channel is empty.
 func (p *Pool[T]) getWaiter() *waiter[T] {
 	if w, ok := p.waiters.Get().(*waiter[T]); ok {
+		w.owner = p // a keyed pool's keys share the recycler
 		return w
 	}
 	return &waiter[T]{ch: make(chan hand[T], 1), owner: p}
 }
 
 func (p *Pool[T]) putWaiter(w *waiter[T]) {
-	w.seq = 0 // the next Acquire that takes it arrives anew
 	p.waiters.Put(w)
 }
 
