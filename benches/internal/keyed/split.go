@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/poolkit/poolkit/benches/internal/results"
+	"github.com/poolkit/poolkit/internal/cacheline"
 	"github.com/poolkit/poolkit/pool"
 )
 
@@ -252,10 +253,12 @@ type splitLoad struct {
 	firstOther         string // set once, by otherOnce: the first error not a refused connection
 }
 
-// splitLog is what one worker counted.
+// splitLog is what one worker counted, padded so that no two workers'
+// logs share a cache line.
 type splitLog struct {
 	ops, tx, failed, tooMany, timeouts, wrongDB int64
 	elapsed                                     []float64 // ns, of each successful operation
+	_                                           cacheline.Pad
 }
 
 // startSplitLoad starts st.Workers goroutines, each picking a tenant by
@@ -296,7 +299,8 @@ func (l *splitLoad) work(log *splitLog, c client, z *zipf, dbs []string, txEvery
 		if tx {
 			log.tx++
 		}
-		switch classify(err) {
+		o := classify(err)
+		switch o {
 		case ok:
 			log.elapsed = append(log.elapsed, float64(elapsed))
 			continue
@@ -309,7 +313,7 @@ func (l *splitLoad) work(log *splitLog, c client, z *zipf, dbs []string, txEvery
 		}
 		log.failed++
 		l.errOnce.Do(func() { l.firstErr = oneLine(err.Error()) })
-		if classify(err) != tooMany {
+		if o != tooMany {
 			l.otherOnce.Do(func() { l.firstOther = oneLine(err.Error()) })
 		}
 	}
