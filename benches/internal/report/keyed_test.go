@@ -128,6 +128,7 @@ func TestTheSplitCasesHaveATablePerCaseOnTheKeyedPageAndInTheSummary(t *testing.
 		"*static split, 20 pgxpools of MaxConns 1*: a pgxpool per tenant database, MaxConns 1",
 		"`Stats().ClosedBy[pool.CloseEvict]`, summed",
 		"counted by\n  their application_name in `pg_stat_activity` every 5ms",
+		"`go run ./benches/cmd/poolbench -mode=keyed -keyed-cases=steady,shifting` runs these cases",
 		"\n### Steady: the same hottest tenants throughout\n", "\n### Shifting: the tenants' ranks dealt again every 3s\n",
 		header, "| static split, 20 pgxpools of MaxConns 1 | 1 (baseline) |",
 	} {

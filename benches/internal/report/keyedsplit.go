@@ -138,6 +138,10 @@ func writeSplitPage(w io.Writer, cs []results.KeyedSplit) {
   tenant's (%s; n/a for the static split, which never closes one tenant's connection for another's);
   and the *most backends*, the most connections of the contender the server had at once, counted by
   their application_name in `+"`pg_stat_activity`"+` every %v on a superuser's connection of its own.
+- **Alone.** `+"`go run ./benches/cmd/poolbench -mode=keyed -keyed-cases=steady,shifting`"+` runs these cases
+  (`+"`-duration`"+` and `+"`-rounds`"+` change their spans, `+"`-keyed-postgres DSN`"+` their server), and
+  BenchmarkKeyedTenants (`+"`go test -run '^$' -bench KeyedTenants -benchtime 3x ./benches`"+`, a round an
+  iteration) on the server `+"`$POOLKIT_POSTGRES_DSN`"+` names.
 `, splitTitle, splitWhat(c), server, connect,
 		st.Workers, time.Duration(st.DurationNs), time.Duration(st.DeadlineNs), st.ZipfS, st.Tenants,
 		100*st.Share(0), 100*st.Share(min(1, st.Tenants-1)), 100*st.Share(st.Tenants-1), st.TxEvery, shift,
