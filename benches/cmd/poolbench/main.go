@@ -113,10 +113,17 @@ var modeHelp = `
   faults     clients of private PostgreSQL and Redis servers that poolbench starts, through
              every connection killed, a restart, a partition, SIGSTOP and added latency
              (about ` + faults.Estimate(faults.Settings()).Round(time.Minute).String() + `; a server whose binaries are missing is skipped)
-  keyed      100 tenant databases on a private PostgreSQL of max_connections 40, a Zipf law
-             picking the tenant of each query: poolkit's keyed pool (MaxSize 30 across the
-             tenants) against a pgxpool per tenant of MaxConns 4 and of 1 (about ` + keyed.Estimate(keyed.Settings()).Round(10*time.Second).String() + `;
-             -duration and -rounds, if given, replace its 20s per contender and 2 rounds)`
+  keyed      poolkit's keyed pool on PostgreSQL, its cases (-keyed-cases):
+             crowded: 100 tenant databases on a private server of max_connections 40, a Zipf law
+               picking the tenant of each query: the keyed pool (MaxSize 30 across the tenants)
+               against a pgxpool per tenant of MaxConns 4 and of 1;
+             steady, shifting: 20 tenant databases, 48 goroutines, a Zipf law (s=1.2) picking the
+               tenant of each operation (1 in 10 a transaction): the keyed pool of MaxSize 20 and
+               of 12 (MaxSizePerKey 4) against the static split, 20 pgxpools of MaxConns 1; in
+               shifting the tenants' ranks are dealt again every 3s (-keyed-shift); on the private
+               server, or on -keyed-postgres's
+             (about ` + keyed.Estimate(keyed.PublishOptions()).Round(10*time.Second).String() + `; -duration and -rounds, if given, replace every case's 20s or 12s
+             per contender and 2 or 3 rounds)`
 
 // modeE2E, modeFaults and modeKeyed need servers, so they are not in
 // modes.
@@ -180,9 +187,14 @@ type config struct {
 	// faults: -mode includes faults, run with faultSettings.
 	faults        bool
 	faultSettings results.FaultSettings
-	// keyed: -mode includes keyed, run with keyedSettings.
-	keyed         bool
-	keyedSettings results.KeyedSettings
+	// keyed: -mode includes keyed, run with keyedOptions.
+	keyed        bool
+	keyedOptions keyed.Options
+	// keyedCases, keyedDSN and keyedShift are -keyed-cases,
+	// -keyed-postgres and -keyed-shift.
+	keyedCases string
+	keyedDSN   string
+	keyedShift time.Duration
 	// smoke: -smoke, every span cut to a check that the code runs.
 	smoke           bool
 	merge           string
@@ -202,6 +214,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	err := c.setModes(*mode)
 	if err == nil {
 		err = c.validate(fs)
+	}
+	if err == nil {
+		err = c.setKeyedCases()
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "poolbench: %v\n", err)
@@ -223,12 +238,20 @@ func (c *config) define(fs *flag.FlagSet) *string {
 	fs.StringVar(&c.output, "output", "text", "output format: text|json|markdown")
 	fs.StringVar(&c.out, "o", "", "write the output to `FILE` instead of stdout")
 	fs.StringVar(&c.note, "note", "", "a note to keep in the results (and in the report)")
-	fs.BoolVar(&c.smoke, "smoke", false, "a smoke run: "+smokeDuration.String()+" per contender and 1 round unless -duration or -rounds say otherwise,\n-mode=e2e "+smokeE2E.String()+", -mode=faults "+faults.Estimate(faults.SmokeSettings()).Round(time.Second).String()+", -mode=keyed "+keyed.Estimate(keyed.SmokeSettings()).Round(time.Second).String()+"; checks that the code runs, its figures mean nothing")
+	fs.BoolVar(&c.smoke, "smoke", false, "a smoke run: "+smokeDuration.String()+" per contender and 1 round unless -duration or -rounds say otherwise,\n-mode=e2e "+smokeE2E.String()+", -mode=faults "+faults.Estimate(faults.SmokeSettings()).Round(time.Second).String()+", -mode=keyed "+keyed.Estimate(keyed.SmokeOptions()).Round(time.Second).String()+"; checks that the code runs, its figures mean nothing")
 	fs.StringVar(&c.merge, "merge", "", "merge into the results `FILE` (written by -output=json): the cases measured now replace\nthose of the same name, or are added, and the run is recorded in its updates")
 	fs.StringVar(&c.redis, "redis", envOr(e2e.EnvRedisAddr, e2e.DefaultRedisAddr),
 		"-mode=e2e: the Redis server's `host:port`, $"+e2e.EnvRedisAddr+" if set; empty: leave Redis out")
 	fs.StringVar(&c.postgres, "postgres", envOr(e2e.EnvPostgresDSN, e2e.DefaultPostgresDSN),
 		"-mode=e2e: the PostgreSQL connection string (`DSN`), $"+e2e.EnvPostgresDSN+" if set; empty: leave PostgreSQL out")
+	fs.StringVar(&c.keyedCases, "keyed-cases", strings.Join(keyed.CaseNames, ","),
+		"-mode=keyed: the cases to run, comma-separated: "+strings.Join(keyed.CaseNames, "|"))
+	fs.StringVar(&c.keyedDSN, "keyed-postgres", "",
+		"-mode=keyed: run the steady and shifting cases on the PostgreSQL server of this connection string (`DSN`,\n"+
+			"a superuser's; they make their tenant databases on it and drop them after), e.g. $"+e2e.EnvPostgresDSN+",\n"+
+			"instead of on the private server the mode starts")
+	fs.DurationVar(&c.keyedShift, "keyed-shift", time.Duration(keyed.SplitSettings().ShiftNs),
+		"-mode=keyed: how often the shifting case deals the tenants' ranks again")
 	// The usage shows the default connection string without its password.
 	fs.Lookup("postgres").DefValue = e2e.Redact(c.postgres)
 	fs.Usage = func() {
@@ -266,6 +289,22 @@ func (c *config) setModes(list string) error {
 	return nil
 }
 
+// setKeyedCases sets the keyed mode's cases from -keyed-cases.
+func (c *config) setKeyedCases() error {
+	var names []string
+	for _, name := range strings.Split(c.keyedCases, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(keyed.CaseNames, name) {
+			return fmt.Errorf("-keyed-cases: unknown case %q (want %s)", name, strings.Join(keyed.CaseNames, ", "))
+		}
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	c.keyedOptions.Cases = names
+	return nil
+}
+
 // validate checks the flags' values and that fs has no argument left.
 func (c *config) validate(fs *flag.FlagSet) error {
 	switch {
@@ -279,6 +318,8 @@ func (c *config) validate(fs *flag.FlagSet) error {
 		return fmt.Errorf("-duration must be > 0 when -ops is 0, got %v", c.duration)
 	case c.rounds < 1:
 		return fmt.Errorf("-rounds must be >= 1, got %d", c.rounds)
+	case c.keyedShift <= 0:
+		return fmt.Errorf("-keyed-shift must be > 0, got %v", c.keyedShift)
 	case !slices.Contains([]string{"text", "json", "markdown"}, c.output):
 		return fmt.Errorf("-output: unknown format %q (want text, json or markdown)", c.output)
 	}
@@ -293,13 +334,16 @@ const (
 
 // applySpans sets the spans the flags did not: the end-to-end duration,
 // the fault and keyed settings, and with -smoke the short ones. A -duration
-// or -rounds given applies to the keyed case too.
+// or -rounds given applies to every keyed case too (a split case's warm-up
+// then takes at most a quarter of the duration).
 func (c *config) applySpans(fs *flag.FlagSet) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	c.e2eDur, c.faultSettings, c.keyedSettings = e2eDuration, faults.Settings(), keyed.Settings()
+	ko := keyed.PublishOptions()
+	c.e2eDur, c.faultSettings = e2eDuration, faults.Settings()
 	if c.smoke {
-		c.e2eDur, c.faultSettings, c.keyedSettings = smokeE2E, faults.SmokeSettings(), keyed.SmokeSettings()
+		ko = keyed.SmokeOptions()
+		c.e2eDur, c.faultSettings = smokeE2E, faults.SmokeSettings()
 		if !set["duration"] {
 			c.duration = smokeDuration
 		}
@@ -309,11 +353,17 @@ func (c *config) applySpans(fs *flag.FlagSet) {
 	}
 	if set["duration"] {
 		c.e2eDur = c.duration
-		c.keyedSettings.DurationNs = c.duration.Nanoseconds()
+		ko.Settings.DurationNs, ko.Split.DurationNs = c.duration.Nanoseconds(), c.duration.Nanoseconds()
+		ko.Split.WarmupNs = min(ko.Split.WarmupNs, c.duration.Nanoseconds()/4)
 	}
 	if set["rounds"] {
-		c.keyedSettings.Rounds = c.rounds
+		ko.Settings.Rounds, ko.Split.Rounds = c.rounds, c.rounds
 	}
+	if set["keyed-shift"] {
+		ko.Split.ShiftNs = c.keyedShift.Nanoseconds()
+	}
+	ko.Cases, ko.DSN = c.keyedOptions.Cases, c.keyedDSN
+	c.keyedOptions = ko
 }
 
 // envOr returns $name, or def if it is unset or empty.
@@ -499,13 +549,20 @@ func runFaults(ctx context.Context, c config, f *results.File, stderr io.Writer)
 	return err
 }
 
-// runKeyed runs the keyed case into f.
+// runKeyed runs the keyed mode into f.
 func runKeyed(ctx context.Context, c config, f *results.File, stderr io.Writer) error {
-	fmt.Fprintf(stderr, "poolbench: keyed: about %v\n", keyed.Estimate(c.keyedSettings).Round(time.Second))
-	k, err := keyed.Run(ctx, keyed.Options{Settings: c.keyedSettings, Progress: stderr})
+	opt := c.keyedOptions
+	opt.Progress = stderr
+	fmt.Fprintf(stderr, "poolbench: keyed: %s, about %v\n", strings.Join(opt.Cases, ", "), keyed.Estimate(opt).Round(time.Second))
+	k, err := keyed.Run(ctx, opt)
 	if k != nil {
 		for _, s := range k.Skipped {
 			fmt.Fprintf(stderr, "poolbench: keyed: skipping %s\n", results.SkipLine(s))
+		}
+		for _, sc := range k.Splits {
+			for _, s := range sc.Skipped {
+				fmt.Fprintf(stderr, "poolbench: keyed %s: skipping %s\n", sc.Name, results.SkipLine(s))
+			}
 		}
 		f.Keyed = k
 	}
@@ -524,10 +581,10 @@ func commandLine(args []string) string {
 		switch name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "="); {
 		case dsnNext:
 			a = e2e.Redact(a)
-		case strings.HasPrefix(a, "-") && name == "postgres" && hasValue:
+		case strings.HasPrefix(a, "-") && dsnFlag(name) && hasValue:
 			a = a[:len(a)-len(value)] + e2e.Redact(value)
 		}
-		dsnNext = strings.HasPrefix(a, "-") && strings.TrimLeft(a, "-") == "postgres"
+		dsnNext = strings.HasPrefix(a, "-") && dsnFlag(strings.TrimLeft(a, "-"))
 		if a == "" || strings.IndexFunc(a, unsafe) >= 0 {
 			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}
@@ -535,6 +592,9 @@ func commandLine(args []string) string {
 	}
 	return results.ScrubPaths(strings.Join(words, " "))
 }
+
+// dsnFlag reports whether the flag called name takes a connection string.
+func dsnFlag(name string) bool { return name == "postgres" || name == "keyed-postgres" }
 
 // unsafe reports whether r needs quoting in a shell word.
 func unsafe(r rune) bool {

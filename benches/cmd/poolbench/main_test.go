@@ -54,7 +54,8 @@ func TestSmokeCutsEverySpanUnlessAFlagSetsIt(t *testing.T) {
 	assert.Equal(t, smokeE2E, c.e2eDur)
 	assert.Equal(t, 1, c.rounds)
 	assert.Less(t, c.faultSettings.BeforeNs, int64(time.Second))
-	assert.Equal(t, keyed.SmokeSettings(), c.keyedSettings)
+	assert.Equal(t, keyed.SmokeSettings(), c.keyedOptions.Settings)
+	assert.Equal(t, keyed.SmokeSplitSettings(), c.keyedOptions.Split)
 	c, err = parse([]string{"-smoke", "-rounds=3", "-duration=7ms"}, new(bytes.Buffer))
 	require.NoError(t, err)
 	assert.Equal(t, 3, c.rounds)
@@ -66,15 +67,39 @@ func TestParseKeyedTakesItsDefaultsUnlessDurationOrRoundsAreGiven(t *testing.T) 
 	c, err := parse([]string{"-mode=keyed"}, new(bytes.Buffer))
 	require.NoError(t, err)
 	assert.True(t, c.keyed)
-	assert.Empty(t, c.cases(), "the keyed case is not among the in-process ones")
-	assert.Equal(t, keyed.Settings(), c.keyedSettings)
-	assert.Less(t, keyed.Estimate(c.keyedSettings), 4*time.Minute, "the published keyed case stays short")
+	assert.Empty(t, c.cases(), "the keyed cases are not among the in-process ones")
+	assert.Equal(t, keyed.Settings(), c.keyedOptions.Settings)
+	assert.Equal(t, keyed.SplitSettings(), c.keyedOptions.Split)
+	assert.Equal(t, keyed.CaseNames, c.keyedOptions.Cases, "every case by default")
+	assert.Empty(t, c.keyedOptions.DSN, "on the private server by default")
+	assert.Less(t, keyed.Estimate(c.keyedOptions), 9*time.Minute, "the published keyed mode stays short")
 
 	c, err = parse([]string{"-mode=keyed", "-duration=3s", "-rounds=1"}, new(bytes.Buffer))
 	require.NoError(t, err)
-	assert.Equal(t, int64(3*time.Second), c.keyedSettings.DurationNs)
-	assert.Equal(t, 1, c.keyedSettings.Rounds)
-	assert.Equal(t, keyed.Settings().Tenants, c.keyedSettings.Tenants)
+	assert.Equal(t, int64(3*time.Second), c.keyedOptions.Settings.DurationNs)
+	assert.Equal(t, int64(3*time.Second), c.keyedOptions.Split.DurationNs)
+	assert.Equal(t, int64(750*time.Millisecond), c.keyedOptions.Split.WarmupNs, "a quarter of a short run")
+	assert.Equal(t, 1, c.keyedOptions.Settings.Rounds)
+	assert.Equal(t, 1, c.keyedOptions.Split.Rounds)
+	assert.Equal(t, keyed.Settings().Tenants, c.keyedOptions.Settings.Tenants)
+}
+
+func TestParseKeyedCasesServerAndShift(t *testing.T) {
+	dsn := "postgres://u:secret@db:5432/x"
+	c, err := parse([]string{"-mode=keyed", "-keyed-cases=shifting, steady", "-keyed-postgres=" + dsn, "-keyed-shift=1s"}, new(bytes.Buffer))
+	require.NoError(t, err)
+	assert.Equal(t, []string{keyed.CaseShifting, keyed.CaseSteady}, c.keyedOptions.Cases)
+	assert.Equal(t, dsn, c.keyedOptions.DSN)
+	assert.Equal(t, int64(time.Second), c.keyedOptions.Split.ShiftNs)
+	assert.NotContains(t, commandLine([]string{"-keyed-postgres=" + dsn}), "secret")
+	assert.NotContains(t, commandLine([]string{"-keyed-postgres", dsn}), "secret")
+
+	var stderr bytes.Buffer
+	_, err = parse([]string{"-mode=keyed", "-keyed-cases=steady,hot"}, &stderr)
+	require.Error(t, err)
+	assert.Contains(t, stderr.String(), `-keyed-cases: unknown case "hot"`)
+	_, err = parse([]string{"-mode=keyed", "-keyed-shift=0s"}, new(bytes.Buffer))
+	assert.Error(t, err)
 }
 
 func TestParseDefaults(t *testing.T) {

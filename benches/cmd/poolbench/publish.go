@@ -54,7 +54,7 @@ func publishSteps() []publishStep {
 			return faults.Estimate(faults.Settings())
 		}},
 		{name: "keyed", args: []string{"-mode=keyed"}, estimate: func() time.Duration {
-			return keyed.Estimate(keyed.Settings())
+			return keyed.Estimate(keyed.PublishOptions())
 		}},
 		{name: "icount", estimate: func() time.Duration { return 5 * time.Minute }},
 	}

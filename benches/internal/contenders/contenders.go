@@ -87,13 +87,15 @@ type PoolContender struct {
 // check: manager.Funcs without a RecycleFunc, which the pool skips), poolkit
 // with a check on every reuse (a RecycleFunc that returns nil: the cost of
 // the Recycle contract), poolkit's keyed pool through one key (the cost of
-// the key), puddle, a channel pool, a mutex-guarded slice, and
+// the key) without and with that check, puddle, a channel pool, a
+// mutex-guarded slice, and
 // sync.Pool as the floor (not a real pool: no maximum, the GC empties it).
 func Pools() []PoolContender {
 	return []PoolContender{
 		{Name: "poolkit", New: newPoolkitPool},
 		{Name: "poolkit-recycle", New: newPoolkitRecyclePool},
 		{Name: "poolkit-keyed", New: newPoolkitKeyedPool},
+		{Name: "poolkit-keyed-recycle", New: newPoolkitKeyedRecyclePool},
 		{Name: "puddle", New: newPuddlePool},
 		{Name: "chan", New: newChanPool},
 		{Name: "mutex", New: newMutexPool},

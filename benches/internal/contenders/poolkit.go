@@ -141,12 +141,24 @@ type poolkitKeyed struct {
 // keyedKey is the key poolkitKeyed's ops use.
 const keyedKey = "tenant-0042"
 
-func newPoolkitKeyedPool(c PoolConfig) (Pool, error) {
+// newPoolkitKeyedPool's manager has no check, as newPoolkitPool's;
+// newPoolkitKeyedRecyclePool's checks every reuse and always passes, as
+// newPoolkitRecyclePool's.
+func newPoolkitKeyedPool(c PoolConfig) (Pool, error) { return newPoolkitKeyed(c, nil) }
+
+func newPoolkitKeyedRecyclePool(c PoolConfig) (Pool, error) {
+	return newPoolkitKeyed(c, func(context.Context, *Conn, manager.Metrics) error { return nil })
+}
+
+func newPoolkitKeyed(c PoolConfig, recycle func(context.Context, *Conn, manager.Metrics) error) (Pool, error) {
 	single, err := poolkitConfig(c, gomaxprocs())
 	if err != nil {
 		return nil, err
 	}
-	m := manager.KeyedFuncs[string, *Conn]{ConnectFunc: func(context.Context, string) (*Conn, error) { return new(Conn), nil }}
+	m := manager.KeyedFuncs[string, *Conn]{
+		ConnectFunc: func(context.Context, string) (*Conn, error) { return new(Conn), nil },
+		RecycleFunc: recycle,
+	}
 	k, err := pool.NewKeyed[string, *Conn](m, pool.KeyedConfig{
 		MaxSize: single.MaxSize, AcquireTimeout: single.AcquireTimeout, LeakThreshold: single.LeakThreshold,
 		Observer: single.Observer, Exchange: single.Exchange, LocalDepth: single.LocalDepth,

@@ -66,17 +66,18 @@ var BytesSizes = []int{4 * workload.KiB, 64 * workload.KiB, 1 * workload.MiB}
 
 // poolContenders are the object pools counted: poolkit with a manager that
 // has no check, with one that checks every reuse (poolkit-recycle), and its
-// keyed pool through one key (poolkit-keyed);
+// keyed pool through one key with each (poolkit-keyed,
+// poolkit-keyed-recycle);
 // shard stands for the pinned per-P stack under poolkit's pool, without its
 // bound and its checks.
-var poolContenders = []string{"poolkit", "poolkit-recycle", "poolkit-keyed", "shard", "syncpool", "puddle", "chan", "mutex"}
+var poolContenders = []string{"poolkit", "poolkit-recycle", "poolkit-keyed", "poolkit-keyed-recycle", "shard", "syncpool", "puddle", "chan", "mutex"}
 
 // bytesContenders are the byte pools counted: make is left out, as it
 // allocates a fresh buffer every op and the collector is off.
 var bytesContenders = []string{"poolkit", "syncpool", "gobufferpool", "bytebufferpool"}
 
 // guarded are the ops CI checks against the baseline: poolkit's hot paths.
-var guarded = []string{"Pool/Impl=poolkit", "Pool/Impl=poolkit-recycle", "Pool/Impl=poolkit-keyed", "Bytes/Size=4KiB/Impl=poolkit", "Bytes/Size=64KiB/Impl=poolkit"}
+var guarded = []string{"Pool/Impl=poolkit", "Pool/Impl=poolkit-recycle", "Pool/Impl=poolkit-keyed", "Pool/Impl=poolkit-keyed-recycle", "Bytes/Size=4KiB/Impl=poolkit", "Bytes/Size=64KiB/Impl=poolkit"}
 
 // Ops returns every counted op: the object pools, then the byte pools size
 // by size.

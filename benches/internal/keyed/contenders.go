@@ -13,17 +13,57 @@ import (
 	"github.com/poolkit/poolkit/pool"
 )
 
-// client is a contender opened against the case's server. Its functions
-// may be called from any goroutine.
+// client is a contender opened against a server. Its functions may be
+// called from any goroutine.
 type client struct {
 	// acquire gets a connection to tenant t's database; done gives it back,
 	// told whether the query left it broken.
 	acquire func(ctx context.Context, t int) (c *pgx.Conn, done func(broken bool), err error)
-	// connects is the connections tried so far, those refused included;
-	// evictions those closed to make room for another tenant's (0 where
-	// the contender does not).
-	connects, evictions func() int64
-	close               func()
+	// counts reads the contender's counters so far.
+	counts func() counts
+	close  func()
+}
+
+// counts are a contender's counters.
+type counts struct {
+	// acquires is the connections handed out; connects those tried, the
+	// refused included.
+	acquires, connects int64
+	// evicted is the connections closed to make room for another
+	// tenant's, by reason (evictReasons); nil where the contender does not
+	// evict.
+	evicted map[string]int64
+}
+
+// evictions is the connections closed for room, for every reason.
+func (c counts) evictions() int64 {
+	var n int64
+	for _, v := range c.evicted {
+		n += v
+	}
+	return n
+}
+
+// evictReasons are the reasons for which the keyed pool closes an idle
+// connection to make room for another key's, by the name of their
+// constant: every constant of package pool whose name starts with
+// CloseEvict. A reason added to the pool is added here
+// (TestEvictReasonsAreThePoolsCloseEvictConstants reads the pool's source
+// for them).
+var evictReasons = []struct {
+	name   string
+	reason pool.CloseReason
+}{
+	{"CloseEvict", pool.CloseEvict},
+}
+
+// evicted is Stats().ClosedBy of every reason of evictReasons.
+func evicted(st pool.Stats) map[string]int64 {
+	m := make(map[string]int64, len(evictReasons))
+	for _, r := range evictReasons {
+		m[r.name] = int64(st.ClosedBy[r.reason])
+	}
+	return m
 }
 
 // contender is one way to pool the tenants' connections.
@@ -57,19 +97,26 @@ func keyedSetup(st results.KeyedSettings) string {
 // openKeyed is poolkit's keyed pool of pgx connections
 // (pgxmanager.OpenKeyed), one key per tenant database.
 func openKeyed(_ context.Context, srv *server, st results.KeyedSettings) (client, error) {
+	return openKeyedPool(srv.tenants, srv.configs, pool.KeyedConfig{Name: "tenants", MaxSize: st.MaxSize, MaxSizePerKey: st.MaxSizePerKey})
+}
+
+// openKeyedPool is pgxmanager.OpenKeyed of cfg over the databases dbs,
+// each key a database whose connections are made with its configs entry
+// (which must not change afterwards).
+func openKeyedPool(dbs []string, configs map[string]*pgx.ConnConfig, cfg pool.KeyedConfig) (client, error) {
 	kp, err := pgxmanager.OpenKeyed(func(_ context.Context, db string) (*pgx.ConnConfig, error) {
-		return srv.configs[db], nil
-	}, pool.KeyedConfig{Name: "tenants", MaxSize: st.MaxSize, MaxSizePerKey: st.MaxSizePerKey})
+		return configs[db], nil
+	}, cfg)
 	if err != nil {
 		return client{}, err
 	}
-	dbs := make([]*pgxmanager.DB, len(srv.tenants))
-	for i, name := range srv.tenants {
-		dbs[i] = kp.For(name)
+	fors := make([]*pgxmanager.DB, len(dbs))
+	for i, name := range dbs {
+		fors[i] = kp.For(name)
 	}
 	return client{
 		acquire: func(ctx context.Context, t int) (*pgx.Conn, func(bool), error) {
-			l, err := dbs[t].Acquire(ctx)
+			l, err := fors[t].Acquire(ctx)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -81,8 +128,10 @@ func openKeyed(_ context.Context, srv *server, st results.KeyedSettings) (client
 				l.Release()
 			}, nil
 		},
-		connects:  func() int64 { return int64(kp.Stats().Connects) },
-		evictions: func() int64 { return int64(kp.Stats().ClosedBy[pool.CloseEvict]) },
+		counts: func() counts {
+			st := kp.Stats()
+			return counts{acquires: int64(st.Acquires), connects: int64(st.Connects), evicted: evicted(st)}
+		},
 		close: func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -101,45 +150,55 @@ func pgxpoolPerTenant(n int) contender {
 				"where the server allows the clients %d", n, n*st.Tenants, st.Tenants, st.ClientSlots())
 		},
 		open: func(ctx context.Context, srv *server, _ results.KeyedSettings) (client, error) {
-			pools := make([]*pgxpool.Pool, len(srv.tenants))
-			closeAll := func() {
-				for _, p := range pools {
-					if p != nil {
-						p.Close()
-					}
-				}
-			}
-			for i := range pools {
+			cfgs := make([]*pgxpool.Config, len(srv.tenants))
+			for i := range cfgs {
 				cfg, err := pgxpool.ParseConfig(srv.dsn(i))
 				if err != nil {
-					closeAll()
 					return client{}, err
 				}
 				cfg.MaxConns = int32(n)
-				if pools[i], err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
-					closeAll()
-					return client{}, err
-				}
+				cfgs[i] = cfg
 			}
-			return client{
-				acquire: func(ctx context.Context, t int) (*pgx.Conn, func(bool), error) {
-					c, err := pools[t].Acquire(ctx)
-					if err != nil {
-						return nil, nil, err
-					}
-					// pgxpool destroys a connection it finds closed itself.
-					return c.Conn(), func(bool) { c.Release() }, nil
-				},
-				connects: func() int64 {
-					var sum int64
-					for _, p := range pools {
-						sum += p.Stat().NewConnsCount()
-					}
-					return sum
-				},
-				evictions: func() int64 { return 0 },
-				close:     closeAll,
-			}, nil
+			return openPgxpools(ctx, cfgs)
 		},
 	}
+}
+
+// openPgxpools is a pgxpool per tenant, tenant t's of cfgs[t].
+func openPgxpools(ctx context.Context, cfgs []*pgxpool.Config) (client, error) {
+	pools := make([]*pgxpool.Pool, len(cfgs))
+	closeAll := func() {
+		for _, p := range pools {
+			if p != nil {
+				p.Close()
+			}
+		}
+	}
+	for i, cfg := range cfgs {
+		var err error
+		if pools[i], err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+			closeAll()
+			return client{}, err
+		}
+	}
+	return client{
+		acquire: func(ctx context.Context, t int) (*pgx.Conn, func(bool), error) {
+			c, err := pools[t].Acquire(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			// pgxpool destroys a connection it finds closed itself.
+			return c.Conn(), func(bool) { c.Release() }, nil
+		},
+		counts: func() counts {
+			var sum counts
+			for _, p := range pools {
+				st := p.Stat()
+				sum.acquires += st.AcquireCount()
+				sum.connects += st.NewConnsCount()
+			}
+			return sum
+		},
+		close: closeAll,
+	}, nil
 }

@@ -34,9 +34,9 @@ type server struct {
 func tenantName(i int) string { return fmt.Sprintf("tenant_%03d", i) }
 
 // startServer starts a cluster with st's max_connections and reserved
-// connections, the clients' role, and st.Tenants databases, each with a
+// connections, the clients' role, and n tenant databases, each with a
 // table item of one row that the role may read.
-func startServer(ctx context.Context, st results.KeyedSettings) (*server, error) {
+func startServer(ctx context.Context, st results.KeyedSettings, n int) (*server, error) {
 	pg, err := localsrv.StartPostgres(ctx,
 		"max_connections="+strconv.Itoa(st.MaxConnections),
 		"superuser_reserved_connections="+strconv.Itoa(st.SuperuserReserved))
@@ -44,7 +44,7 @@ func startServer(ctx context.Context, st results.KeyedSettings) (*server, error)
 		return nil, err
 	}
 	s := &server{pg: pg, configs: map[string]*pgx.ConnConfig{}}
-	if err := s.createTenants(ctx, st.Tenants); err != nil {
+	if err := s.createTenants(ctx, n); err != nil {
 		_ = pg.Close()
 		return nil, fmt.Errorf("creating the tenants: %w", err)
 	}

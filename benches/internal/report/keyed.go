@@ -31,9 +31,14 @@ func keyedWhat(k results.Keyed) string {
 // failures and those refused with 53300, and the most connections the
 // server saw, in one row; pages is the way to the pages' directory.
 func writeKeyedSection(w io.Writer, k results.Keyed, pages string) {
-	if len(k.Results) == 0 {
-		return
+	if k.Crowded() && len(k.Results) > 0 {
+		writeCrowdedSection(w, k, pages)
 	}
+	writeSplitSection(w, k.Splits, pages)
+}
+
+// writeCrowdedSection writes the crowded case's part of the keyed section.
+func writeCrowdedSection(w io.Writer, k results.Keyed, pages string) {
 	st := k.Settings
 	cost := ""
 	if k.ConnectNs > 0 {
@@ -94,9 +99,22 @@ func keyedTally(cols []string, failed []float64) string {
 	return out
 }
 
-// writeKeyedPage writes the method of the keyed case, its table and the
-// contenders' first errors.
+// writeKeyedPage writes the keyed page: the crowded case's method, table
+// and the contenders' first errors where the run had it, then the split
+// cases'.
 func writeKeyedPage(w io.Writer, k results.Keyed) error {
+	if k.Crowded() {
+		if err := writeCrowdedPage(w, k); err != nil {
+			return err
+		}
+	}
+	writeSplitPage(w, k.Splits)
+	return nil
+}
+
+// writeCrowdedPage writes the method of the crowded case, its table and
+// the contenders' first errors.
+func writeCrowdedPage(w io.Writer, k results.Keyed) error {
 	st := k.Settings
 	for _, s := range k.Skipped {
 		fmt.Fprintf(w, "\n> **Skipped.** %s.\n", results.ScrubPaths(results.SkipLine(s)))

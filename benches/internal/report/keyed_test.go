@@ -49,7 +49,7 @@ func TestTheKeyedCaseHasAPageAndASectionOfTheSummary(t *testing.T) {
 		"| 100 tenants, 37 connections (64 goroutines) | **",
 		"Fewest failed queries: poolkit keyed (0).",
 		"[Keyed pools](benchmarks/keyed.md)",
-		"the keyed case (`-mode=keyed`)",
+		"the keyed cases (`-mode=keyed`)",
 		"**That the keyed page sizes a deployment.**",
 	} {
 		assert.Contains(t, sum, want)
@@ -99,4 +99,89 @@ func slicesIndex(xs []string, x string) int {
 		}
 	}
 	return -1
+}
+
+// splitsFixture is a run of the split cases alone
+// (testdata/keyed-splits.json).
+func splitsFixture(t *testing.T) *results.Keyed {
+	t.Helper()
+	k := readFile(t, "testdata/keyed-splits.json").Keyed
+	require.NotNil(t, k)
+	require.Len(t, k.Splits, 2)
+	return k
+}
+
+func TestTheSplitCasesHaveATablePerCaseOnTheKeyedPageAndInTheSummary(t *testing.T) {
+	f := keyedFixture(t)
+	f.Keyed.Splits = splitsFixture(t).Splits
+	_, files := write(t, f, report.Options{})
+	page, sum := files["benchmarks/keyed.md"], files["BENCHMARKS.md"]
+	steady, shifting := f.Keyed.Splits[0], f.Keyed.Splits[1]
+	header := "| " + strings.Join(results.KeyedSplitHeader, " | ") + " |"
+	for _, want := range []string{
+		"## Method", "tenant_000 to tenant_099", // the crowded case stays
+		"\n## A static split of the same connections\n", "\n### Method\n",
+		"48 goroutines run operations back to back on 20 tenant databases",
+		"one in 10, at random, is a transaction (`BEGIN`, `SELECT current_database()`, `SELECT 1`, `COMMIT`)",
+		"In the shifting case, every 3s from the start of the load the tenants' ranks in the law are dealt",
+		"*poolkit keyed, MaxSize 20*: pgxmanager.OpenKeyed with pool.KeyedConfig{MaxSize: 20, MaxSizePerKey: 4}",
+		"*static split, 20 pgxpools of MaxConns 1*: a pgxpool per tenant database, MaxConns 1",
+		"`Stats().ClosedBy[pool.CloseEvict]`, summed",
+		"counted by\n  their application_name in `pg_stat_activity` every 5ms",
+		"`go run ./benches/cmd/poolbench -mode=keyed -keyed-cases=steady,shifting` runs these cases",
+		"\n### Steady: the same hottest tenants throughout\n", "\n### Shifting: the tenants' ranks dealt again every 3s\n",
+		header, "| static split, 20 pgxpools of MaxConns 1 | 1 (baseline) |",
+	} {
+		assert.Contains(t, page, want)
+	}
+	for _, want := range []string{
+		"\n### A static split of the same connections\n",
+		"[The keyed page](benchmarks/keyed.md#a-static-split-of-the-same-connections) has the method.",
+		"**Steady: the same hottest tenants throughout.**", "**Shifting: the tenants' ranks dealt again every 3s.**",
+		header, "Fewest failed queries: poolkit keyed (0).",
+	} {
+		assert.Contains(t, sum, want)
+	}
+	// Each case's rows are the results package's, the keyed pools' ratio in
+	// bold.
+	for _, c := range []results.KeyedSplit{steady, shifting} {
+		for _, r := range c.Results {
+			row := results.KeyedSplitRow(c, r)
+			if r.Contender != c.Baseline {
+				row[1] = "**" + row[1] + "**"
+			}
+			line := "| " + strings.Join(row, " | ") + " |"
+			assert.Contains(t, page, line)
+			assert.Contains(t, sum, line)
+		}
+	}
+	assert.Less(t, strings.Index(page, "### Steady"), strings.Index(page, "### Shifting"), "in the order they ran")
+}
+
+func TestAKeyedRunOfTheSplitCasesAloneHasNoCrowdedSection(t *testing.T) {
+	f := fixture(t)
+	f.Keyed = splitsFixture(t)
+	_, files := write(t, f, report.Options{})
+	page, sum := files["benchmarks/keyed.md"], files["BENCHMARKS.md"]
+	assert.Contains(t, page, "## A static split of the same connections")
+	assert.Contains(t, sum, "### A static split of the same connections")
+	for _, crowded := range []string{"\n## Method\n", "\n## Results\n", "tenant_000 to tenant_", "No contender ran."} {
+		assert.NotContains(t, page, crowded)
+	}
+	assert.NotContains(t, sum, "Fewest failed queries")
+	assert.NotContains(t, sum, "64 goroutines run queries")
+}
+
+func TestASkippedSplitCaseSaysWhy(t *testing.T) {
+	f := fixture(t)
+	k := splitsFixture(t)
+	k.Splits[1].Results = nil
+	k.Splits[1].Skipped = []results.Skip{{Server: "postgres", Reason: "initdb: not installed"}}
+	f.Keyed = k
+	_, files := write(t, f, report.Options{})
+	assert.Contains(t, files["BENCHMARKS.md"], "> **Skipped in the keyed shifting case.** postgres, not measured: initdb: not installed.")
+	page := files["benchmarks/keyed.md"]
+	shifting := page[strings.Index(page, "### Shifting"):]
+	assert.Contains(t, shifting, "> **Skipped.** postgres, not measured: initdb: not installed.")
+	assert.NotContains(t, shifting, "| contender |")
 }

@@ -65,7 +65,7 @@ func (p Page) blurb() string {
 	case faultsPage:
 		return "Clients under load through a server's faults: every connection killed, a restart, a partition, SIGSTOP, added latency."
 	case keyedPage:
-		return "Many tenant databases on one server with fewer connections than tenants: a keyed pool bounded across them, against a pool per tenant."
+		return "Tenant databases on one PostgreSQL: a keyed pool bounded across them, against a pool per tenant on a server with fewer connections than tenants, and against a static split of the same connections."
 	case icountPage:
 		return "Instructions and allocations of one operation on one goroutine, counted under callgrind."
 	}

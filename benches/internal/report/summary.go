@@ -78,6 +78,11 @@ func writeNotes(w io.Writer, f results.File) {
 		for _, s := range f.Keyed.Skipped {
 			fmt.Fprintf(w, "\n> **Skipped in the keyed case.** %s.\n", results.ScrubPaths(results.SkipLine(s)))
 		}
+		for _, c := range f.Keyed.Splits {
+			for _, s := range c.Skipped {
+				fmt.Fprintf(w, "\n> **Skipped in the keyed %s case.** %s.\n", c.Name, results.ScrubPaths(results.SkipLine(s)))
+			}
+		}
 	}
 }
 
@@ -119,8 +124,8 @@ func writeMethod(w io.Writer, f results.File) {
 
 - **One run, one commit.** `+"`%s`"+` refuses a tree with uncommitted changes, then
   runs the published set at its commit: every object and buffer case (`+"`-mode=all`"+`), the end-to-end
-  cases (`+"`-mode=e2e`"+`), the faults phase (`+"`-mode=faults`"+`), the keyed case (`+"`-mode=keyed`"+`)
-  and the instruction counts (`+"`icount`"+`), %d rounds each but the faults and the keyed case; it
+  cases (`+"`-mode=e2e`"+`), the faults phase (`+"`-mode=faults`"+`), the keyed cases (`+"`-mode=keyed`"+`)
+  and the instruction counts (`+"`icount`"+`), %d rounds each but the faults and the keyed cases; it
   prints what it will run and an estimate of how long before it starts (`+"`-dry-run`"+` prints only
   that), keeps each finished part, so that a run stopped halfway resumes where it stopped at the same
   commit, and writes the results file, these pages, the charts and the README's headline. `+"`poolbench report`"+` refuses results from more than one commit or
@@ -233,10 +238,11 @@ func writeNotClaimed(w io.Writer, f results.File) {
 `)
 	}
 	if f.Keyed != nil {
-		fmt.Fprint(w, `- **That the keyed page sizes a deployment.** Its server, with a max_connections cut down to
-  force the issue, shares the machine with the clients; the tenants' popularity is one Zipf law,
-  fixed for the run. It shows what each way of pooling does when tenants outnumber the server's
-  connections, not how many a real server needs.
+		fmt.Fprint(w, `- **That the keyed page sizes a deployment.** Its server shares the machine with the clients,
+  and a connect costs what it costs there; the tenants' popularity is one Zipf law. The crowded case
+  cuts max_connections down to force the issue; the split cases give every tenant the same cheap
+  operations. They show what each way of pooling does with the same connections, not how many a
+  real server needs.
 `)
 	}
 }

@@ -6,16 +6,21 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
 
-// Keyed is the keyed case of a run (poolbench -mode=keyed): many tenant
-// databases on one server whose max_connections is smaller than the
-// tenants, clients picking a tenant per query, and pools of connections
-// kept per tenant: one keyed pool bounded across the tenants, or a pool per
-// tenant.
+// Keyed is the keyed mode of a run (poolbench -mode=keyed). Its crowded
+// case: many tenant databases on one server whose max_connections is
+// smaller than the tenants, clients picking a tenant per query, and pools
+// of connections kept per tenant: one keyed pool bounded across the
+// tenants, or a pool per tenant. Its split cases (Splits): a few tenants on
+// a server with room for all, a keyed pool against a static split of the
+// same connections.
 type Keyed struct {
+	// Settings shaped the crowded case; zero where it did not run (see
+	// Crowded). Server, SetupNs, ConnectNs, Results and Skipped are its.
 	Settings KeyedSettings `json:"settings"`
 	// Server describes the private server the case started: "PostgreSQL
 	// 15.20, a private cluster on 127.0.0.1".
@@ -32,6 +37,20 @@ type Keyed struct {
 	// Skipped says why the case did not run (a server that could not be
 	// started), if it did not.
 	Skipped []Skip `json:"skipped,omitempty"`
+	// Splits are the split cases that ran, in the order they ran.
+	Splits []KeyedSplit `json:"splits,omitempty"`
+}
+
+// Crowded reports whether the run had the crowded case.
+func (k Keyed) Crowded() bool { return k.Settings.Tenants > 0 }
+
+// Split returns the split case called name.
+func (k Keyed) Split(name string) (KeyedSplit, bool) {
+	i := slices.IndexFunc(k.Splits, func(c KeyedSplit) bool { return c.Name == name })
+	if i < 0 {
+		return KeyedSplit{}, false
+	}
+	return k.Splits[i], true
 }
 
 // KeyedSettings shaped the keyed case.
@@ -318,8 +337,23 @@ func KeyedLine(k Keyed) string {
 		st.MaxConnections, st.ClientSlots(), st.Rounds)
 }
 
-// WriteKeyedText writes the keyed case as a plain-text table.
+// WriteKeyedText writes the keyed mode's cases as plain-text tables.
 func WriteKeyedText(w io.Writer, k Keyed) error {
+	if k.Crowded() {
+		if err := writeCrowdedText(w, k); err != nil {
+			return err
+		}
+	}
+	for _, c := range k.Splits {
+		if err := WriteKeyedSplitText(w, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeCrowdedText writes the crowded case as a plain-text table.
+func writeCrowdedText(w io.Writer, k Keyed) error {
 	fmt.Fprintf(w, "\nKeyed/Tenants=%d\n  %s\n", k.Settings.Tenants, KeyedLine(k))
 	if k.Server != "" {
 		fmt.Fprintf(w, "  against %s\n", k.Server)

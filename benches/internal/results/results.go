@@ -60,8 +60,8 @@ type Update struct {
 	// Faults says that the run measured the faults phase, which replaced
 	// the file's.
 	Faults bool `json:"faults,omitempty"`
-	// Keyed says that the run measured the keyed case, which replaced the
-	// file's.
+	// Keyed says that the run measured the keyed mode, which replaced the
+	// file's whole (its crowded and split cases).
 	Keyed bool `json:"keyed,omitempty"`
 }
 
