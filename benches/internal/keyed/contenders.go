@@ -55,6 +55,8 @@ var evictReasons = []struct {
 	reason pool.CloseReason
 }{
 	{"CloseEvict", pool.CloseEvict},
+	{"CloseEvictSurplus", pool.CloseEvictSurplus},
+	{"CloseEvictHot", pool.CloseEvictHot},
 }
 
 // evicted is Stats().ClosedBy of every reason of evictReasons.
