@@ -29,14 +29,17 @@ import (
 //     idle long enough to be surplus (surplusAge, several connects: its
 //     key is unlikely to need it before a new one could be made).
 //   - A key that holds nothing (starving: it has waiters and no object)
-//     gets room at once: a free slot, else the least recently used idle
-//     object of a key nobody waits for is closed for it (CloseEvict), else
-//     the first release that can spare one is (a release of a key nobody
-//     waits for, or of one that holds two objects or more); a release of
-//     a key whose one object has waiters passes it over passLimit times at
-//     most. Starving keys are served in arrival order, the one with the
-//     most waiters first among the first pickWindow, and the first once it
-//     has starved for bound.
+//     gets room at once if there is room nobody uses: a free slot, or the
+//     least recently used surplus object of a key nobody waits for, closed
+//     for it (CloseEvict); at once too from the release of a key that holds
+//     two objects or more. Once it has starved for bound (about one
+//     connect), it takes any idle object of a key nobody waits for, or the
+//     next object released. So a key whose one object is in use keeps it
+//     for at least a connect's time, which pays for the connect that
+//     moving it costs, and no key waits much longer than bound plus one
+//     use of an object. Starving keys are served in arrival order, the one
+//     with the most waiters first among the first pickWindow, and the
+//     first once it has starved for bound.
 //   - A key whose waiters outnumber its objects (hungry) for longer than
 //     bound (about one connect) takes an idle object of a key nobody waits
 //     for that has been idle at least bound (CloseEvictHot): one idle for
@@ -46,20 +49,21 @@ import (
 // their durations): bound is one connect (1 ms to 1 s), surplusAge four
 // (5 ms to 10 s).
 //
-// The budget works on keys, not waiters: a key is in at most one of two
-// lists (starving, hungry), in arrival order, and every decision walks at
-// most a few keys at the head of a list. Idle objects to evict are looked
-// for among a sample of keys (see Keyed.victim).
+// The budget works on keys, not waiters: a key whose waiters could use
+// room is in one of two lists, in the order its need arose — starving (no
+// object) or wanting (objects, under its own limit) — and every decision
+// walks at most a few keys at the head of a list. Idle objects to evict are
+// looked for among a sample of keys (see Keyed.victim).
 //
 // Lock order: a key's mu, then its smu, then budget.mu; budget.mu is never
 // held while taking a key's lock, calling a manager or sending.
 type budget[K comparable, T any] struct {
 	mu       sync.Mutex
 	max      int64
-	used     int64 // global slots held: the keys' live counts summed
-	waiting  int64 // waiters of every key (the keys' waiting summed)
-	starving memberList[K, T]
-	hungry   memberList[K, T]
+	used     int64            // global slots held: the keys' live counts summed
+	waiting  int64            // waiters of every key (the keys' waiting summed)
+	starving memberList[K, T] // keys with waiters and no object
+	wanting  memberList[K, T] // keys with waiters and objects, under their own limit
 	// nStarving mirrors starving.n for yield's look without the lock.
 	nStarving atomic.Int64
 	// connect is the average duration of the keyed pool's connects, in
@@ -102,9 +106,6 @@ func (l *memberList[K, T]) remove(m *keyMember[K, T]) {
 
 // Tunables of the rule (see budget).
 const (
-	// passLimit is how many releases of a key whose one object has
-	// waiters may pass over a starving key before one yields to it.
-	passLimit = 2
 	// pickWindow is how many starving keys, from the head, a pick looks
 	// at for the one with the most waiters.
 	pickWindow = 8
@@ -144,18 +145,25 @@ func (b *budget[K, T]) connected(d time.Duration) {
 	}
 }
 
-// place puts m in the list its state calls for, given its live count:
-// starving (waiters, no object), hungry (more waiters than objects, under
-// its own limit) or none. Called with mu held after any change to m's
-// waiting or live (the changes of live each call it: take, freed,
-// granted), so that the last placement sees the last change.
+// place puts m in the list its state calls for, given its live count —
+// starving (waiters, no object), wanting (waiters and objects, under its
+// own limit) or none — and keeps when m became hungry (more waiters than
+// objects). Called with mu held after any change to m's waiting or live
+// (the changes of live each call it: take, freed, granted), so that the
+// last placement sees the last change.
 func (b *budget[K, T]) place(m *keyMember[K, T], live int64) {
 	var l *memberList[K, T]
 	switch {
 	case m.waiting > 0 && live == 0:
 		l = &b.starving
-	case m.waiting > live && live < m.p.maxSize.Load():
-		l = &b.hungry
+	case m.waiting > 0 && live < m.p.maxSize.Load():
+		l = &b.wanting
+	}
+	switch hungry := l == &b.wanting && m.waiting > live; {
+	case !hungry:
+		m.hungry = 0
+	case m.hungry == 0:
+		m.hungry = max(b.now(), 1)
 	}
 	if l == m.list {
 		return
@@ -165,17 +173,23 @@ func (b *budget[K, T]) place(m *keyMember[K, T], live int64) {
 	}
 	if l != nil {
 		l.push(m)
-		m.since, m.passed = b.now(), 0
+		m.since = b.now()
 	}
 	b.nStarving.Store(int64(b.starving.n))
 }
 
-// need is how many more objects hungry m could use from other keys: its
-// waiters beyond its objects, within its own limit, less the room on its
-// way. Called with mu held.
+// need is how many more objects m could use from other keys: its waiters,
+// within its own limit, less the room on its way (a key's waiters take its
+// idle objects first: dispatch asks for room only when there are none).
+// Called with mu held.
 func (b *budget[K, T]) need(m *keyMember[K, T]) int64 {
-	live := m.p.live.Load()
-	return min(m.waiting-live, m.p.maxSize.Load()-live) - m.coming
+	return min(m.waiting, m.p.maxSize.Load()-m.p.live.Load()) - m.coming
+}
+
+// hungryFor reports whether m has had more waiters than objects for bound
+// at least (now, on the list's clock). Called with mu held.
+func (b *budget[K, T]) hungryFor(m *keyMember[K, T], now int64) bool {
+	return m.hungry != 0 && now-m.hungry >= b.bound()
 }
 
 // pick returns the starving key room goes to next, other than except, or
@@ -208,7 +222,7 @@ func (b *budget[K, T]) pick(except *keyMember[K, T]) *keyMember[K, T] {
 
 // target returns the key a freed slot goes to: to, the key an eviction
 // was for, if it still needs room; else the starving key pick chooses;
-// else the first hungry key with a need; nil if none (the slot is free).
+// else the first wanting key with a need; nil if none (the slot is free).
 // tried are keys that could not use it this time. Called with mu held.
 func (b *budget[K, T]) target(to *keyMember[K, T], tried []*keyMember[K, T]) *keyMember[K, T] {
 	skip := func(m *keyMember[K, T]) bool {
@@ -234,7 +248,7 @@ func (b *budget[K, T]) target(to *keyMember[K, T], tried []*keyMember[K, T]) *ke
 		return best
 	}
 	i = 0
-	for m := b.hungry.head; m != nil && i < walkLimit; m = m.next {
+	for m := b.wanting.head; m != nil && i < walkLimit; m = m.next {
 		if !skip(m) && b.need(m) > 0 {
 			return m
 		}
@@ -244,12 +258,12 @@ func (b *budget[K, T]) target(to *keyMember[K, T], tried []*keyMember[K, T]) *ke
 }
 
 // wants reports whether m can use a slot now: starving with nothing
-// coming, or hungry with a need. Called with mu held.
+// coming, or wanting with a need. Called with mu held.
 func (b *budget[K, T]) wants(m *keyMember[K, T]) bool {
 	switch m.list {
 	case &b.starving:
 		return m.coming == 0
-	case &b.hungry:
+	case &b.wanting:
 		return b.need(m) > 0
 	}
 	return false
@@ -307,8 +321,8 @@ func (b *budget[K, T]) pump() {
 func (b *budget[K, T]) figures() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return fmt.Sprintf("all keys: live=%d of MaxSize=%d waiting=%d, %d keys starving, %d hungry",
-		b.used, b.max, b.waiting, b.starving.n, b.hungry.n)
+	return fmt.Sprintf("all keys: live=%d of MaxSize=%d waiting=%d, %d keys with no object waited for, %d wanting more",
+		b.used, b.max, b.waiting, b.starving.n, b.wanting.n)
 }
 
 // keyMember is one key's pool of a Keyed and what the budget knows of it:
@@ -331,8 +345,8 @@ type keyMember[K comparable, T any] struct {
 	// Guarded by budget.mu.
 	waiting    int64 // waiters queued in p
 	coming     int64 // room on its way to p: evictions for it, slots handed to it
-	passed     int   // releases that passed it over while it starved
 	since      int64 // when it joined its list (budget.now)
+	hungry     int64 // when it came to have more waiters than objects (budget.now), or 0
 	list       *memberList[K, T]
 	prev, next *keyMember[K, T]
 }
@@ -399,22 +413,27 @@ func (m *keyMember[K, T]) makeRoom(*Pool[T]) {
 	}
 }
 
-// tryRoom: a TryAcquire or Warm of p refused at the global cap. A key that
-// holds nothing (and is under its own limit) has the least recently used
-// idle object of another key closed, so that its retry finds room; a key
-// that holds objects waits for its own releases or free room.
+// tryRoom: a TryAcquire or Warm of p refused at the global cap, under its
+// own limit. A key that holds nothing has the least recently used idle
+// object of a key nobody waits for closed, so that its retry finds room; a
+// key that holds objects, a surplus one only.
 func (m *keyMember[K, T]) tryRoom(p *Pool[T]) {
-	if p.live.Load() != 0 {
-		return
+	live := p.live.Load()
+	if live >= p.maxSize.Load() {
+		return // room it could not use
 	}
 	b := &m.k.b
+	minIdle, reason := int64(0), reasonEvict
+	if live > 0 {
+		minIdle, reason = b.surplusAge(), reasonEvictSurplus
+	}
 	b.mu.Lock()
 	ok := m.coming == 0 && b.used >= b.max
 	if ok {
 		m.coming++
 	}
 	b.mu.Unlock()
-	if ok && !m.k.evictFor(m, 0, reasonEvict) {
+	if ok && !m.k.evictFor(m, minIdle, reason) {
 		b.mu.Lock()
 		m.coming--
 		b.mu.Unlock()
@@ -422,9 +441,10 @@ func (m *keyMember[K, T]) tryRoom(p *Pool[T]) {
 }
 
 // yield: an object p holds goes to a starving key instead of to p's
-// waiters or idle set when p can spare it (nobody waits for it in p, or p
-// holds two objects or more), or once its one object has passed the
-// starving key over passLimit times.
+// waiters or idle set when p can spare it (it holds two objects or more),
+// or, when it is p's one object, once the starving key has starved for
+// bound: the connect that moving it costs is then paid for by at least as
+// long a use of it where it is.
 func (m *keyMember[K, T]) yield(p *Pool[T]) (*Pool[T], int) {
 	b := &m.k.b
 	if b.nStarving.Load() == 0 {
@@ -436,9 +456,8 @@ func (m *keyMember[K, T]) yield(p *Pool[T]) (*Pool[T], int) {
 	if s == nil {
 		return nil, 0
 	}
-	if m.waiting > 0 && p.live.Load() < 2 && s.passed < passLimit {
-		s.passed++
-		return nil, 0
+	if p.live.Load() < 2 && b.now()-s.since < b.bound() {
+		return nil, 0 // p's one object stays p's until s has starved for bound
 	}
 	s.coming++
 	return s.p, reasonEvict

@@ -1,6 +1,9 @@
 package pool
 
-import "unsafe"
+import (
+	"time"
+	"unsafe"
+)
 
 // LocalDepth returns the per-P depth in use.
 func (p *Pool[T]) LocalDepth() int { return p.local.Load().Depth() }
@@ -73,4 +76,11 @@ func AddStats(a, b Stats) Stats {
 func PoolLayout() (hotEnd, firstWritten uintptr) {
 	var p Pool[*int]
 	return unsafe.Offsetof(p.maxUses) + unsafe.Sizeof(p.maxUses), unsafe.Offsetof(p.live)
+}
+
+// SetKeyedTick makes the keyed pools made from now on tick every d;
+// restore undoes it. Not safe to call while keyed pools are made.
+func SetKeyedTick(d time.Duration) (restore func()) {
+	testKeyedTick = d
+	return func() { testKeyedTick = 0 }
 }

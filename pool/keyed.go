@@ -154,7 +154,11 @@ func NewKeyed[K comparable, T any](m manager.Keyed[K, T], cfg KeyedConfig) (*Key
 		return nil, err
 	}
 	kcfg = kcfg.named()
-	k := &Keyed[K, T]{mgr: m, cfg: cfg, kcfg: kcfg, sh: newShared[T](), start: time.Now(), tick: tickFor(kcfg),
+	tick := tickFor(kcfg)
+	if testKeyedTick != 0 {
+		tick = testKeyedTick
+	}
+	k := &Keyed[K, T]{mgr: m, cfg: cfg, kcfg: kcfg, sh: newShared[T](), start: time.Now(), tick: tick,
 		hot: make([]hotKey[K, T], runtime.GOMAXPROCS(0)), kick: make(chan struct{}, 1), idle: make(chan struct{})}
 	k.b.max, k.b.start = int64(cfg.MaxSize), k.start
 	k.ctx, k.cancel = context.WithCancelCause(context.Background())
@@ -163,6 +167,11 @@ func NewKeyed[K comparable, T any](m manager.Keyed[K, T], cfg KeyedConfig) (*Key
 	go k.maintain()
 	return k, nil
 }
+
+// testKeyedTick, if set, is the tick of the keyed pools made from then on
+// (tests only: a finer clock than the configuration gives, so that idle
+// times of milliseconds can be told apart).
+var testKeyedTick time.Duration
 
 // A keyMember is also the Manager of its key's pool: Connect for its key;
 // Recycle and Close are the keyed manager's.
@@ -595,10 +604,11 @@ func (k *Keyed[K, T]) eachPoked() {
 }
 
 // roomFor looks for room for m's waiters at the global cap (see budget):
-// a starving key gets the least recently used idle object of a key nobody
-// waits for; a hungry one with a need gets a surplus one, or, once it has
-// waited bound, one idle at least bound. It reports false when m needs
-// room and none was found: the maintainer looks again (tendRoom).
+// the least recently used surplus object of a key nobody waits for, or,
+// once m has starved for bound, such an object idle for any time, or, once
+// m has had more waiters than objects for bound, one idle for bound. It
+// reports false when m needs room and none was found: the maintainer looks
+// again (tendRoom).
 func (k *Keyed[K, T]) roomFor(m *keyMember[K, T]) bool {
 	b := &k.b
 	b.mu.Lock()
@@ -608,17 +618,22 @@ func (k *Keyed[K, T]) roomFor(m *keyMember[K, T]) bool {
 		return true // free room: the key's own reserve, or pump, takes it
 	}
 	minIdle, reason := int64(-1), 0
-	switch m.list {
-	case &b.starving:
+	switch {
+	case m.list == &b.starving:
 		if m.coming == 0 {
-			minIdle, reason = 0, reasonEvict
-		}
-	case &b.hungry:
-		if b.need(m) > 0 {
-			minIdle, reason = b.surplusAge(), reasonEvictSurplus
+			minIdle, reason = b.surplusAge(), reasonEvict
 			if b.now()-m.since >= b.bound() {
-				minIdle, reason = b.bound(), reasonEvictHot
+				minIdle = 0
 			}
+		}
+	case m.list == &b.wanting && b.need(m) > 0:
+		// Its waiters found no object of its own (dispatch took those
+		// first): surplus objects are room nobody uses; once it has had
+		// more waiters than objects for bound, so are objects idle for
+		// bound.
+		minIdle, reason = b.surplusAge(), reasonEvictSurplus
+		if b.hungryFor(m, b.now()) {
+			minIdle, reason = b.bound(), reasonEvictHot
 		}
 	}
 	if minIdle < 0 {
@@ -637,9 +652,10 @@ func (k *Keyed[K, T]) roomFor(m *keyMember[K, T]) bool {
 }
 
 // tendRoom looks for room for the keys at the heads of the lists that
-// still need it — the starving ones, the hungry ones (a surplus object, or
-// one idle for bound once they have waited bound) — and returns when to
-// look again (0: nothing to look for).
+// still need it — starving keys, and hungry ones (a surplus object, or one
+// idle for bound once they have had more waiters than objects for bound) —
+// and returns when to look again (0: nothing to look for). Free room goes
+// to the keys that need it (pump).
 func (k *Keyed[K, T]) tendRoom() time.Duration {
 	b := &k.b
 	var todo [2 * walkLimit]*keyMember[K, T]
@@ -647,7 +663,7 @@ func (k *Keyed[K, T]) tendRoom() time.Duration {
 	b.mu.Lock()
 	if b.used < b.max {
 		b.mu.Unlock()
-		b.pump() // free room goes to the keys that need it
+		b.pump()
 		return 0
 	}
 	for m := b.starving.head; m != nil && n < walkLimit; m = m.next {
@@ -656,8 +672,8 @@ func (k *Keyed[K, T]) tendRoom() time.Duration {
 			n++
 		}
 	}
-	for m := b.hungry.head; m != nil && n < len(todo); m = m.next {
-		if b.need(m) > 0 {
+	for m := b.wanting.head; m != nil && n < len(todo); m = m.next {
+		if m.hungry != 0 && b.need(m) > 0 {
 			todo[n] = m
 			n++
 		}

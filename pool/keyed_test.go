@@ -236,15 +236,6 @@ func TestKeyedWaitersForRoomAreServedInArrivalOrder(t *testing.T) {
 	})
 }
 
-// TestKeyedHotKeyPassesOverAnOlderWaiterAtMostTwice: a key whose waiters
-// keep coming hands its object on among them, but a waiter of another key
-// queued before them is passed over at most passLimit (2) times.
-func TestKeyedHotKeyPassesOverAnOlderWaiterAtMostTwice(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		require.Equal(t, []string{"b", "b", "b", "a", "b", "b"}, serveInTurn(t, "b", "a", "b", "b", "b", "b"))
-	})
-}
-
 // TestKeyedMaxSizePerKeyHoldsWithRoomToSpare: a key at MaxSizePerKey waits
 // for its own objects even while the keyed pool has room, and does not take
 // that room from other keys.
