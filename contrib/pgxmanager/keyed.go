@@ -31,9 +31,10 @@ import (
 // KeyedPoolConfig.ConfigFor gives for its key. It is safe for concurrent
 // use.
 type KeyedPool[K comparable] struct {
-	k    *pool.Keyed[K, *pgx.Conn]
-	m    *Manager
-	base *Pool // the facade's options and retry count, which every DB copies; never written after OpenKeyedConfig
+	k      *pool.Keyed[K, *pgx.Conn]
+	m      *Manager
+	base   *Pool // the facade's options and retry count, which every DB copies; never written after OpenKeyedConfig
+	perKey int   // a key's MaxSizePerKey
 }
 
 // KeyedPoolConfig is what OpenKeyedConfig opens a KeyedPool with: where each
@@ -89,11 +90,16 @@ func OpenKeyedConfig[K comparable](cfg *KeyedPoolConfig[K]) (*KeyedPool[K], erro
 	if err != nil {
 		return nil, err
 	}
-	k, err := pool.NewKeyed[K, *pgx.Conn](keyedManager[K]{Manager: m, configFor: cfg.ConfigFor}, forKeyed(keyedDefaults(cfg.Pool)))
+	kc := forKeyed(keyedDefaults(cfg.Pool))
+	k, err := pool.NewKeyed[K, *pgx.Conn](keyedManager[K]{Manager: m, configFor: cfg.ConfigFor}, kc)
 	if err != nil {
 		return nil, err
 	}
-	return &KeyedPool[K]{k: k, m: m, base: facade(cfg.Options)}, nil
+	perKey := kc.MaxSizePerKey
+	if perKey == 0 {
+		perKey = kc.MaxSize
+	}
+	return &KeyedPool[K]{k: k, m: m, base: facade(cfg.Options), perKey: perKey}, nil
 }
 
 // keyedManager is a KeyedPool's manager.Keyed: a Manager whose connections
@@ -133,24 +139,22 @@ func (m keyedManager[K]) Connect(ctx context.Context, key K) (*pgx.Conn, error) 
 // the DB, or call For for each.
 func (kp *KeyedPool[K]) For(key K) *DB {
 	db := &DB{p: *kp.base}
-	db.p.src = keySource[K]{k: kp.k, key: key}
+	db.p.src = keySource[K]{k: kp.k, key: key, perKey: kp.perKey}
 	return db
 }
 
 // keySource is the source of a DB: its key's connections.
 type keySource[K comparable] struct {
-	k   *pool.Keyed[K, *pgx.Conn]
-	key K
+	k      *pool.Keyed[K, *pgx.Conn]
+	key    K
+	perKey int // the key's MaxSizePerKey
 }
 
 func (s keySource[K]) Acquire(ctx context.Context) (pool.Lease[*pgx.Conn], error) {
 	return s.k.Acquire(ctx, s.key)
 }
 
-func (s keySource[K]) Stats() pool.Stats {
-	st, _ := s.k.KeyStats(s.key)
-	return st
-}
+func (s keySource[K]) maxSize() int { return s.perKey }
 
 // Pool returns the underlying keyed pool, for TryAcquire, RangeKeys, Len.
 func (kp *KeyedPool[K]) Pool() *pool.Keyed[K, *pgx.Conn] { return kp.k }

@@ -483,3 +483,23 @@ func TestOpenKeyedHasPgxpoolDefaults(t *testing.T) {
 	assert.EqualValues(t, pgxmanager.DefaultMaxSize(), kp.Stat().MaxConns())
 	require.NoError(t, kp.Close(ctxFor(t, 10*time.Second)))
 }
+
+// A DB's PrepareConn refusals are bounded by the key's MaxSizePerKey, not by
+// the key's figures of the moment: a refused connection is destroyed, and a
+// key whose only connection was destroyed has no state left (its figures
+// are zero). The call retries on new connections, as pgxpool does, until one
+// is accepted.
+func TestKeyedPrepareConnRefusalsRetryOnNewConnections(t *testing.T) {
+	ts := newTenants(t, 1)
+	var refused atomic.Int64
+	kp := ts.open(t, pgxmanager.KeyedPoolConfig[string]{
+		Options: pgxmanager.Options{PrepareConn: func(context.Context, *pgx.Conn) (bool, error) {
+			return refused.Add(1) > 2, nil // the first two connections are refused
+		}},
+		Pool: pool.KeyedConfig{MaxSize: 3, MaxSizePerKey: 3},
+	})
+	ctx := ctxFor(t, 30*time.Second)
+	requireRightDatabase(t, ctx, kp.For(ts.keys[0]), ts.keys[0])
+	assert.EqualValues(t, 3, refused.Load(), "two refusals, then an accepted connection")
+	assert.EqualValues(t, 3, kp.Stats().Created)
+}

@@ -60,9 +60,17 @@ type Pool struct {
 // pool.Pool, or one key's connections of a pool.Keyed (a DB's).
 type source interface {
 	Acquire(ctx context.Context) (pool.Lease[*pgx.Conn], error)
-	// Stats' MaxSize bounds PrepareConn's refusals in one call.
-	Stats() pool.Stats
+	// maxSize bounds PrepareConn's refusals in one call: one more than
+	// the source's connections, each of which may be refused (and is then
+	// destroyed). It is the configured bound, not a count of the moment:
+	// a key whose connections are all destroyed has no state left.
+	maxSize() int
 }
+
+// poolSource is a pool.Pool as a source.
+type poolSource struct{ *pool.Pool[*pgx.Conn] }
+
+func (s poolSource) maxSize() int { return s.Stats().MaxSize }
 
 // NewPool returns a Pool over p, whatever its Manager, with the facade's
 // options opts. Its Config reports only opts; its Stat counts no forced
@@ -73,7 +81,7 @@ func NewPool(p *pool.Pool[*pgx.Conn], opts Options) *Pool {
 		panic("pgxmanager: NewPool: nil pool")
 	}
 	fp := facade(opts)
-	fp.p, fp.src = p, p
+	fp.p, fp.src = p, poolSource{p}
 	return fp
 }
 
@@ -197,7 +205,7 @@ func (p *Pool) acquirePrepared(ctx context.Context) (pool.Lease[*pgx.Conn], erro
 	for refusals := 0; ; refusals++ {
 		if refusals > 0 {
 			if limit == 0 {
-				limit = p.src.Stats().MaxSize + 1
+				limit = p.src.maxSize() + 1
 			}
 			if refusals >= limit {
 				return none, errTooManyRefusals
