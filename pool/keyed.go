@@ -12,7 +12,6 @@ import (
 
 	"github.com/poolkit/poolkit/internal/cacheline"
 	"github.com/poolkit/poolkit/internal/configerr"
-	"github.com/poolkit/poolkit/internal/shard"
 	"github.com/poolkit/poolkit/manager"
 )
 
@@ -192,19 +191,17 @@ type hotKey[K comparable, T any] struct {
 	_   cacheline.Pad
 }
 
-// member returns key's pool if it was this P's last key (and is open),
-// else nil: the caller asks lookup.
+// member returns key's pool if it was this P's last key and is open (a
+// dropped key's pool is closed), else nil: the caller asks lookup.
 func (k *Keyed[K, T]) member(key K) *Pool[T] {
-	pid := shard.Enter()
-	if uint(pid) < uint(len(k.hot)) {
+	var p *Pool[T]
+	if pid := procPin(); uint(pid) < uint(len(k.hot)) {
 		if h := &k.hot[pid]; h.p != nil && h.key == key && h.p.state.Load()&closedBit == 0 {
-			p := h.p
-			shard.Exit()
-			return p
+			p = h.p
 		}
 	}
-	shard.Exit()
-	return nil
+	procUnpin()
+	return p
 }
 
 // lookup returns key's pool from the table, made if the key has no state,
@@ -216,12 +213,11 @@ func (k *Keyed[K, T]) lookup(key K) *Pool[T] {
 	} else if p = k.add(key); p == nil {
 		return nil
 	}
-	pid := shard.Enter()
-	if uint(pid) < uint(len(k.hot)) {
+	if pid := procPin(); uint(pid) < uint(len(k.hot)) {
 		h := &k.hot[pid]
 		h.key, h.p = key, p
 	}
-	shard.Exit()
+	procUnpin()
 	return p
 }
 
@@ -294,27 +290,38 @@ func (k *Keyed[K, T]) drop(m *keyMember[K, T]) {
 // waits. The lease is a [Lease] like any other. After Close, Acquire returns
 // [ErrClosed]. A nil ctx panics.
 func (k *Keyed[K, T]) Acquire(ctx context.Context, key K) (Lease[T], error) {
-	p := k.member(key)
-	if p == nil {
-		if ctx == nil { // before the key's state is made
-			panic("pool: Acquire: nil Context")
-		}
-		p = k.lookup(key)
-	}
-	for ; ; p = k.lookup(key) {
-		if p == nil {
-			return Lease[T]{}, ErrClosed
-		}
+	if p := k.member(key); p != nil {
 		l, err := p.Acquire(ctx)
 		if err == nil {
 			return l, nil
 		}
-		if err != ErrClosed || k.closed.Load() {
-			dropIfEmpty(p)
-			return l, err
-		}
-		// The key's state was dropped as this Acquire reached it.
+		return k.acquireAgain(ctx, key, p, err)
 	}
+	return k.acquireAgain(ctx, key, nil, nil)
+}
+
+// acquireAgain is Acquire past its hot path: the key's pool from the table
+// (made if need be) when p, the pool of this P's last key, is nil or
+// returned ErrClosed (the key's state was dropped as the Acquire reached
+// it), else err, p's error, after dropping the key's state if the failed
+// Acquire left it empty.
+//
+//go:noinline
+func (k *Keyed[K, T]) acquireAgain(ctx context.Context, key K, p *Pool[T], err error) (Lease[T], error) {
+	if p == nil && ctx == nil { // before the key's state is made
+		panic("pool: Acquire: nil Context")
+	}
+	for p == nil || (err == ErrClosed && !k.closed.Load()) {
+		if p = k.lookup(key); p == nil {
+			return Lease[T]{}, ErrClosed
+		}
+		var l Lease[T]
+		if l, err = p.Acquire(ctx); err == nil {
+			return l, nil
+		}
+	}
+	dropIfEmpty(p)
+	return Lease[T]{}, err
 }
 
 // dropIfEmpty drops the state of p's key if a failed call left it empty.
