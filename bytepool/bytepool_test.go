@@ -626,6 +626,49 @@ func TestZeroPoolIsUsable(t *testing.T) {
 	q.Trim() // nothing made, nothing to do
 }
 
+// TestZeroPoolMadeByConcurrentFirstUses: goroutines that all start on a
+// zero Pool at once, with every kind of call, find it made once, and every
+// buffer Get handed out and Put took is accounted for.
+func TestZeroPoolMadeByConcurrentFirstUses(t *testing.T) {
+	for range 20 {
+		p := new(bytepool.Pool)
+		const workers, rounds = 8, 50
+		var start, wg sync.WaitGroup
+		start.Add(1)
+		for w := range workers {
+			wg.Go(func() {
+				start.Wait()
+				switch w % 4 {
+				case 0:
+					p.Put(nil)
+				case 1:
+					p.Put(make([]byte, 0, 4096))
+				case 2:
+					_ = p.Stats()
+				}
+				for range rounds {
+					b := p.Get(1000 + w)
+					b[len(b)-1] = byte(w)
+					p.Put(b)
+					buf := p.NewBuffer(0)
+					_, _ = buf.WriteString("x")
+					buf.Free()
+				}
+			})
+		}
+		start.Done()
+		wg.Wait()
+		s := p.Stats()
+		if want := uint64(workers * rounds); s.Gets < want {
+			t.Fatalf("Stats.Gets %d, want at least the %d Gets made", s.Gets, want)
+		}
+		if s.MaxRetained <= 0 || s.MaxRetained > bytepool.DefaultMaxRetained {
+			t.Fatalf("Stats.MaxRetained %d: not a Pool with the default Config", s.MaxRetained)
+		}
+		p.Trim()
+	}
+}
+
 // TestTrimOfAnEmptyPoolAllocatesNothing: Trim leaves the per-P tiers that
 // hold nothing as they are.
 func TestTrimOfAnEmptyPoolAllocatesNothing(t *testing.T) {

@@ -11,9 +11,7 @@ func (p *Pool) Ticks() uint64 { return p.ticks.Load() }
 
 // ClassSize returns the class size Get(n) uses (n <= MaxSize).
 func (p *Pool) ClassSize(n int) int {
-	if p.maxSize == 0 {
-		return p.made().ClassSize(n)
-	}
+	p.ready()
 	return p.classes[p.classIndex(n)].size
 }
 

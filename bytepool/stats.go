@@ -91,9 +91,7 @@ type ClassStats struct {
 // Stats returns a snapshot of the pool's counters. It allocates; do not call
 // it on a hot path.
 func (p *Pool) Stats() Stats {
-	if p.maxSize == 0 {
-		return p.made().Stats()
-	}
+	p.ready()
 	// trimMu keeps each class's capacity and its counters consistent with
 	// a resize (see resize).
 	p.trimMu.Lock()
