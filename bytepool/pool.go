@@ -323,7 +323,15 @@ func (p *Pool) init(cfg Config) {
 // The contents of a reused buffer are unspecified: they are whatever its
 // previous holder left, up to its capacity. Use GetZeroed, or
 // [Config.ZeroOnPut], where that matters. Get panics if n is negative.
+//go:nosplit
 func (p *Pool) Get(n int) []byte {
+	// Get and Put are nosplit: they run no stack check (two instructions
+	// of about seventy, and the alignment padding they shift). Their frames
+	// are small and fixed, the fast path calls only the runtime's pin and
+	// unpin, nosplit too, and the slow paths are calls of functions that
+	// check; the linker refuses a chain of nosplit functions that could
+	// overrun the stack guard. See docs/decisions/0005-bytepool.md.
+	//
 	// One unsigned compare sends n <= 0, n > MaxSize and a Pool not yet
 	// made to getOther.
 	if uint(n-1) >= uint(atomic.LoadUintptr(&p.limit)) {
@@ -473,7 +481,10 @@ func (p *Pool) getSlow(n int, local bool) []byte {
 // large array (big[:0:64], or the tail of big) pins all of big until that
 // buffer leaves the pool. Put buffers that came from the pool, or slices
 // that span their array.
+//go:nosplit
 func (p *Pool) Put(b []byte) {
+	// nosplit: see Get.
+	//
 	// Fast path: a buffer of exactly a class size (every buffer the pool
 	// allocated) and a class with per-P tiers (no zeroing, no debug table;
 	// see hotClass). A class size c is the class of c-1 (hotIndex).
