@@ -10,7 +10,7 @@ var std Pool
 // (all defaults). Like every [Pool] it starts no goroutine: its idle trimming
 // rides on GC cycles.
 func Default() *Pool {
-	std.ready()
+	std.ensure()
 	return &std
 }
 

@@ -2,6 +2,7 @@ package bytepool
 
 import (
 	"math"
+	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -87,6 +88,13 @@ type Pool struct {
 	// buffers caches the headers of Buffers that NewBuffer handed out and
 	// Buffer.Free gave back.
 	buffers sync.Pool
+	// learn learns the size of the pool's Buffers (see learner).
+	learn learner
+	// ready is the Buffers Free keeps for the next NewBuffer on the same P
+	// (see readyState), and readyMax the most storage one keeps; made by
+	// init.
+	ready    *readyState
+	readyMax int
 
 	classes   []class
 	minSize   int
@@ -245,8 +253,8 @@ func (p *Pool) lazy() {
 // made reports whether p is made (see Pool.limit).
 func (p *Pool) made() bool { return atomic.LoadUintptr(&p.limit) != 0 }
 
-// ready makes p if it is a zero Pool not yet made; a load on a Pool made.
-func (p *Pool) ready() {
+// ensure makes p if it is a zero Pool not yet made; a load on a Pool made.
+func (p *Pool) ensure() {
 	if !p.made() {
 		p.lazy()
 	}
@@ -304,12 +312,16 @@ func (p *Pool) init(cfg Config) {
 	for i, size := range sizes {
 		p.hot[i].size = size
 	}
+	p.learn.windows.Store(newWindowTable(p.procs))
+	p.ready = &readyState{cur: unsafe.Pointer(newReadyTable(p.procs))}
+	p.readyMax = readyMax(cfg, p.procs)
+	p.reserved += int64(p.readyMax) * int64(p.procs)
 	// Buffers that are not the GC's (the allocator's, or mappings Put into
 	// a heap pool) and those the debug table tracks must be given back when
 	// the Pool is collected. The cleanup holds the classes, which do not
 	// reach the Pool. (For a Pool in a package variable, such as Default's,
 	// the runtime makes it a no-op: such a Pool is never collected.)
-	runtime.AddCleanup(p, releaseAll, releaseArg{p.classes, alloc})
+	runtime.AddCleanup(p, releaseAll, releaseArg{p.classes, p.ready, alloc})
 	armTrim(p)
 	atomic.StoreUintptr(&p.limit, uintptr(cfg.MaxSize))
 }
@@ -323,6 +335,7 @@ func (p *Pool) init(cfg Config) {
 // The contents of a reused buffer are unspecified: they are whatever its
 // previous holder left, up to its capacity. Use GetZeroed, or
 // [Config.ZeroOnPut], where that matters. Get panics if n is negative.
+//
 //go:nosplit
 func (p *Pool) Get(n int) []byte {
 	// Get and Put are nosplit: they run no stack check (two instructions
@@ -383,6 +396,19 @@ func hotIndex(m int) int {
 	return int(math.Float64bits(float64(m)) >> 50 & 255)
 }
 
+// hotSize is hotIndex's inverse: the size of the class at index i, the
+// smallest quarter step (2^k × 5/4, 6/4, 7/4 or 8/4) at or above every m+1
+// with hotIndex(m) == i, for 3 <= m < 2^62 (4 <= i < 248); math.MaxInt
+// where that does not fit an int. An index is 4 × (k - 1) + q for m in
+// [2^k × (4+q)/4, 2^k × (5+q)/4): the class is 2^k × (5+q)/4.
+func hotSize(i int) int {
+	k, q := i>>2+1, i&3
+	if k-2 >= bits.UintSize-4 { // 8 << (k-2) would overflow
+		return math.MaxInt
+	}
+	return (5 + q) << (k - 2)
+}
+
 // minAliases returns the indexes of hot that sizes below MinSize reach:
 // those below minIndex, and 252 (m = 1, see hotIndex).
 func (p *Pool) minAliases() []int {
@@ -407,6 +433,15 @@ func slice(ptr unsafe.Pointer, n, size int) []byte {
 type sliceHeader struct {
 	data     unsafe.Pointer
 	len, cap int
+}
+
+// classOf returns the capacity of a Get(n): n's class, or n itself above
+// MaxSize; 0 for n <= 0.
+func (p *Pool) classOf(n int) int {
+	if uint(n-1) < uint(p.maxSize) {
+		return p.hot[hotIndex(n-1)].size
+	}
+	return max(n, 0)
 }
 
 // classIndex returns the class of a Get(n), for 0 <= n <= maxSize: the
@@ -481,6 +516,7 @@ func (p *Pool) getSlow(n int, local bool) []byte {
 // large array (big[:0:64], or the tail of big) pins all of big until that
 // buffer leaves the pool. Put buffers that came from the pool, or slices
 // that span their array.
+//
 //go:nosplit
 func (p *Pool) Put(b []byte) {
 	// nosplit: see Get.
@@ -493,7 +529,7 @@ func (p *Pool) Put(b []byte) {
 	c := cap(b)
 	h := &p.hot[hotIndex(c-1)]
 	if raceEnabled {
-		p.ready() // see hotClass.size
+		p.ensure() // see hotClass.size
 	}
 	if c != h.size {
 		p.putOther(b)
@@ -537,7 +573,7 @@ func (p *Pool) putSpill(l *tiers, s *shard.Stack[unsafe.Pointer], ptr unsafe.Poi
 // while the Pool was being made. It recomputes the class, so that Put keeps
 // less alive across its calls.
 func (p *Pool) putFull(b []byte, local bool) {
-	p.ready() // see hotClass.size
+	p.ensure() // see hotClass.size
 	cl := &p.classes[p.classIndex(cap(b))]
 	if cap(b) != cl.size || p.zeroOnPut || debugTracking {
 		// A size Put read while another goroutine made the Pool (see
@@ -645,7 +681,8 @@ func (p *Pool) Trim() {
 	}
 	p.trimMu.Lock()
 	defer p.trimMu.Unlock()
-	pending := false
+	p.replaceReady()
+	pending := len(p.ready.old) > 0
 	for i := range p.classes {
 		p.drainLocal(i)
 		p.drainExchange(i)
@@ -653,6 +690,7 @@ func (p *Pool) Trim() {
 	}
 	if pending {
 		waitPinned()
+		p.rotateReady(true)
 		for i := range p.classes {
 			p.settleReplaced(&p.classes[i], true)
 		}
@@ -731,6 +769,7 @@ func (cl *class) parked() uint64 {
 
 type releaseArg struct {
 	classes []class
+	ready   *readyState
 	alloc   Allocator
 }
 
@@ -749,4 +788,5 @@ func releaseAll(a releaseArg) {
 		}
 		drain(cl, a.alloc)
 	}
+	releaseReadyAll(a.ready, a.alloc)
 }
