@@ -103,7 +103,7 @@ func (p *Pool) newBuffer(size int, l, learn *learner) *Buffer {
 	}
 	shard.Exit()
 	if b != nil && cap(b.buf) == class {
-		b.learn = learn // the rest as Free left it (see Pool.keep)
+		b.pool, b.learn = p, learn // the rest as Free left it
 		return b
 	}
 	return p.newBufferSlow(b, size, learn)
@@ -227,8 +227,8 @@ func (b *Buffer) Free() {
 	// keep b ready in the P's slot (see readyState) if it is a header
 	// NewBuffer made and the slot is empty, with its storage if that is
 	// what the next NewBuffer without a hint would take, within readyMax.
-	// A Buffer kept keeps its fields, pool and pooled among them: the next
-	// NewBuffer on the P sets what it changes.
+	// A Buffer kept keeps pooled set; the next NewBuffer on the P sets its
+	// pool and learner.
 	keepBuf := cap(buf) <= p.readyMax && cap(buf) == l.startSize(p)
 	var i uint8
 	if hw > 0 {
@@ -249,6 +249,9 @@ func (b *Buffer) Free() {
 			} else {
 				b.buf = nil
 			}
+			// Nothing kept reaches the pool: the cleanup of a collected
+			// Pool holds the slots (see releaseAll).
+			b.pool, b.learn = nil, nil
 			s.b, s.size = b, cap(b.buf)
 			kept = true
 		}

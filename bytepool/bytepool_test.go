@@ -429,10 +429,16 @@ func waitTick(t *testing.T, p *bytepool.Pool) {
 
 func TestUnreachablePoolStopsTicking(t *testing.T) {
 	// A pool that becomes garbage must not stay alive through its own
-	// trimming chain; with an allocator that owns memory, it is released.
+	// trimming chain, nor through the Buffer it keeps ready; with an
+	// allocator that owns memory, it is released.
 	forEachAllocator(t, func(t *testing.T, a allocator) {
 		p := newPool(t, a, bytepool.Config{MinSize: 4096})
 		p.Put(p.Get(8192))
+		for range 2 * bytepool.LearnWindow { // learns 8 KiB, and keeps a Buffer of it ready
+			b := p.NewBuffer(0)
+			_, _ = b.Write(make([]byte, 8000))
+			b.Free()
+		}
 		mapped, _ := p.Allocator().(interface{ Mapped() int64 })
 		done := make(chan struct{})
 		runtime.AddCleanup(p, func(ch chan struct{}) { close(ch) }, done)
