@@ -446,13 +446,14 @@ func (b *Buffer) ReadByte() (byte, error) {
 
 // Next returns the next n unread bytes (all of them if there are fewer),
 // advancing the buffer as if they had been read. The slice is valid only
-// until the next read, write, Truncate, Reset or Free.
+// until the next read, write, Truncate, Reset or Free. It panics if n is
+// negative, as bytes.Buffer's does.
 func (b *Buffer) Next(n int) []byte {
 	b.dbg.live()
-	m := min(n, b.Len())
-	if m < 0 {
-		m = 0
+	if n < 0 {
+		panic("bytepool: Buffer.Next: negative count")
 	}
+	m := min(n, b.Len())
 	data := b.buf[b.off : b.off+m]
 	b.off += m
 	return data
