@@ -45,9 +45,14 @@ type readySlot struct {
 }
 
 // readyTable is one generation of slots, one per P id below Pool.procs.
+// Every NewBuffer and Free reads slots: the pads keep the objects the
+// allocator puts beside the table, which may be written on every operation
+// of their own, off its line.
 type readyTable struct {
+	_     cacheline.Pad
 	slots []readySlot
 	tick  uint64 // Pool.ticks when it was replaced
+	_     cacheline.Pad
 }
 
 // newReadyTable returns an empty table of n slots, with an unused slot
@@ -59,10 +64,12 @@ func newReadyTable(n int) *readyTable {
 // readyState is a Pool's ready Buffers, an object of its own that does not
 // reach the Pool, so that releaseAll may hold it.
 type readyState struct {
+	_   cacheline.Pad  // see readyTable
 	cur unsafe.Pointer // *readyTable: the current table, read while pinned; atomic
 	// old is the tables replaced and not yet released, oldest first;
 	// guarded by Pool.trimMu.
 	old []*readyTable
+	_   cacheline.Pad
 }
 
 // table returns the current table. Load it while pinned, and use it only

@@ -98,13 +98,17 @@ type window struct {
 	_       [cacheline.Size - 1 - learnWindow]byte
 }
 
-// windowTable is one window per P id, from w[0].
-type windowTable struct{ w []window }
+// windowTable is one window per P id, from w[0]; padded as readyTable is.
+type windowTable struct {
+	_ cacheline.Pad
+	w []window
+	_ cacheline.Pad
+}
 
 // newWindowTable returns windows for n Ps, with an unused window before and
 // after them, so that no other object shares their lines.
 func newWindowTable(n int) *windowTable {
-	return &windowTable{make([]window, n+2)[1 : n+1 : n+1]}
+	return &windowTable{w: make([]window, n+2)[1 : n+1 : n+1]}
 }
 
 // lesson is what a Buffer whose content reached hw > 0 bytes teaches: the
@@ -153,7 +157,11 @@ func (w *window) add(i uint8) (full bool) {
 // publish makes the size of a full window, its 95th percentile, the size
 // learnt. Leaf code: it runs pinned.
 func (l *learner) publish(w *window) {
-	l.learnt.Store(int64(hotSize(int(percentile(&w.lessons)))))
+	// Stored only if it changed: learnt shares a line with what every
+	// NewBuffer and Free read, on every P.
+	if n := int64(hotSize(int(percentile(&w.lessons)))); n != l.learnt.Load() {
+		l.learnt.Store(n)
+	}
 }
 
 // percentile returns the (learnAbove+1)-th largest of win: the smallest
