@@ -220,52 +220,58 @@ func (b *Buffer) Truncate(n int) {
 func (b *Buffer) Free() {
 	b.dbg.live()
 	p := b.p()
-	l, hw := b.learner(p), max(b.hi, len(b.buf))
-	b.buf, b.off, b.hi = b.buf[:0], 0, 0
-	buf := b.buf
-	// In one pinned section: teach l that the content reached hw bytes, and
-	// keep b ready in the P's slot (see readyState) if it is a header
-	// NewBuffer made and the slot is empty, with its storage if that is
-	// what the next NewBuffer without a hint would take, within readyMax.
-	// A Buffer kept keeps pooled set; the next NewBuffer on the P sets its
-	// pool and learner.
-	keepBuf := cap(buf) <= p.readyMax && cap(buf) == l.startSize(p)
-	var i uint8
-	if hw > 0 {
-		i = lesson(hw)
-	}
+	l := b.learner(p)
+	// The common case, in one pinned section: teach l that the content
+	// reached hw bytes and keep b, a header NewBuffer made, with its
+	// storage, ready in the P's slot (see readyState), if the slot is
+	// empty and the storage is what the next NewBuffer without a hint
+	// takes, within readyMax. A Buffer kept keeps pooled set, and reaches
+	// neither its pool nor its Sizer (the cleanup of a collected Pool holds
+	// the slots, see releaseAll): the next NewBuffer on the P sets them.
 	pid, t := shard.Enter(), p.ready.table() // in this order
-	var w *window
-	if hw > 0 {
-		if w = l.window(pid); w != nil && w.add(i) {
-			l.publish(w)
-		}
-	}
-	kept := false
-	if b.pooled && recycleHeaders && uint(pid) < uint(len(t.slots)) {
-		if s := &t.slots[pid]; s.b == nil {
-			if keepBuf {
-				buf = nil
-			} else {
-				b.buf = nil
+	hw, c := max(b.hi, len(b.buf)), cap(b.buf)
+	if b.pooled && recycleHeaders && uint(pid) < uint(len(t.slots)) &&
+		t.slots[pid].b == nil && c <= p.readyMax && c == l.startSize(p) {
+		if w := l.window(pid); w != nil || hw <= 0 {
+			if hw > 0 && w.add(lesson(hw)) {
+				l.publish(w)
 			}
-			// Nothing kept reaches the pool: the cleanup of a collected
-			// Pool holds the slots (see releaseAll).
+			b.buf, b.off, b.hi = b.buf[:0], 0, 0
 			b.pool, b.learn = nil, nil
-			s.b, s.size = b, cap(b.buf)
-			kept = true
+			s := &t.slots[pid]
+			s.b, s.size = b, c
+			shard.Exit()
+			return
 		}
 	}
 	shard.Exit()
-	if hw > 0 && w == nil {
-		l.teachSlow(pid, i)
+	b.freeSlow(p, l)
+}
+
+// freeSlow is Free where its pinned section did not keep b: it teaches l,
+// keeps b's header alone ready if it was made by NewBuffer and the slot of
+// the P it runs on is empty, and gives back what it does not keep: the
+// storage to the pool (Put), the header to the cache of headers.
+func (b *Buffer) freeSlow(p *Pool, l *learner) {
+	if hw := max(b.hi, len(b.buf)); hw > 0 {
+		l.teach(lesson(hw))
 	}
-	if !kept {
-		// The header to its cache.
-		b.buf, b.learn = nil, nil
-		b.dbg.free()
-		if b.pooled {
-			b.pool, b.pooled = nil, false
+	buf := b.buf
+	b.buf, b.off, b.hi, b.learn = nil, 0, 0, nil
+	b.dbg.free()
+	if b.pooled {
+		b.pool = nil
+		kept := false
+		if recycleHeaders {
+			pid, t := shard.Enter(), p.ready.table() // in this order
+			if uint(pid) < uint(len(t.slots)) && t.slots[pid].b == nil {
+				t.slots[pid].b = b
+				kept = true
+			}
+			shard.Exit()
+		}
+		if !kept {
+			b.pooled = false
 			if recycleHeaders {
 				p.buffers.Put(b)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/poolkit/poolkit/internal/cacheline"
 	"github.com/poolkit/poolkit/internal/nocopy"
+	"github.com/poolkit/poolkit/internal/shard"
 )
 
 // A Sizer learns the size that the Buffers of one call site reach, so that
@@ -115,6 +116,20 @@ func newWindowTable(n int) *windowTable {
 // quarter-step index of hw (hotIndex), at most 251 for any int hw, and
 // larger for a larger hw.
 func lesson(hw int) uint8 { return uint8(hotIndex(max(hw, minClassSize) - 1)) }
+
+// teach learns lesson i, for a caller not pinned.
+func (l *learner) teach(i uint8) {
+	pid := shard.Enter()
+	if w := l.window(pid); w != nil {
+		if w.add(i) {
+			l.publish(w)
+		}
+		shard.Exit()
+		return
+	}
+	shard.Exit()
+	l.teachSlow(pid, i)
+}
 
 // window returns P pid's window, for a caller pinned to P pid; nil where
 // there is none (see teachSlow).
