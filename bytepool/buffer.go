@@ -546,20 +546,22 @@ func sizeHint(r io.Reader) int {
 // its storage.
 func (b *Buffer) WriteTo(w io.Writer) (int64, error) {
 	b.dbg.live()
-	if b.Len() == 0 {
+	m := len(b.buf) - b.off
+	if m == 0 {
 		b.Reset()
 		return 0, nil
 	}
-	m := b.Len()
 	n, err := w.Write(b.buf[b.off:])
-	if n < 0 || n > m {
+	if uint(n) > uint(m) { // n < 0 or n > m
 		panic("bytepool: Buffer.WriteTo: invalid Write count")
 	}
-	b.off += n
-	if b.off == len(b.buf) {
-		b.Reset()
+	if n == m { // all written: empty, as Reset
+		b.mark()
+		b.buf, b.off = b.buf[:0], 0
+		return int64(n), err
 	}
-	if err == nil && n < m {
+	b.off += n
+	if err == nil {
 		err = io.ErrShortWrite
 	}
 	return int64(n), err
