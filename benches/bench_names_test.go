@@ -53,6 +53,10 @@ func TestBenchmarkNamesFollowTheIssue(t *testing.T) {
 		fmt.Sprintf("Bytes/Contention/Size=64KiB/Goroutines=%d/Depth=8/Impl=poolkit", procs),
 		"Bytes/FullOverwrite/Size=1MiB/Impl=poolkit",
 		"Bytes/StatsOverhead/Size=64KiB/Goroutines=1/Stats=every1ms/Impl=poolkit",
+		"Bytes/Growable/Size=2KiB/Impl=poolkit",
+		"Bytes/Growable/Size=32KiB/Impl=syncpool",
+		"Bytes/Growable/Size=256KiB/Impl=bytebufferpool",
+		"Bytes/Growable/Sizes=Mixed/Impl=bytesbuffer",
 	} {
 		assert.True(t, bytes[n], n)
 	}

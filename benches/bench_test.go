@@ -19,7 +19,7 @@ import (
 func BenchmarkPool(b *testing.B) { runCases(b, workload.PoolCases(0)) }
 
 // BenchmarkBytes runs the byte-pool groups: HotPath, Realistic, Sustained,
-// Mixed, Burst, Contention, FullOverwrite and StatsOverhead, e.g.
+// Mixed, Burst, Contention, FullOverwrite, StatsOverhead and Growable, e.g.
 // BenchmarkBytes/HotPath/Size=64KiB/Impl=syncpool.
 func BenchmarkBytes(b *testing.B) { runCases(b, workload.BytesCases(0)) }
 

@@ -30,6 +30,33 @@ func TestGetPutDoNotAllocate(t *testing.T) {
 	})
 }
 
+// TestPackageAndZeroPoolGetPutDoNotAllocate: the package-level Get and Put,
+// and a zero Pool's, allocate nothing once warm, as a Pool from New.
+func TestPackageAndZeroPoolGetPutDoNotAllocate(t *testing.T) {
+	var zero bytepool.Pool
+	for _, c := range []struct {
+		name string
+		get  func(int) []byte
+		put  func([]byte)
+		trim func()
+	}{
+		{"bytepool.Get", bytepool.Get, bytepool.Put, bytepool.Default().Trim},
+		{"zero Pool", zero.Get, zero.Put, zero.Trim},
+	} {
+		for _, n := range []int{1, 100, 64 << 10, 1 << 20} {
+			c.put(c.get(n)) // warm: the class has a buffer
+			if allocs := testing.AllocsPerRun(1000, func() {
+				b := c.get(n)
+				b[0] = 1
+				c.put(b)
+			}); allocs != 0 {
+				t.Errorf("%s(%d)+Put: %v allocs/op, want 0", c.name, n, allocs)
+			}
+		}
+		c.trim()
+	}
+}
+
 func TestPutOfForeignSliceDoesNotAllocate(t *testing.T) {
 	p := newPool(t, allocator{}, bytepool.Config{})
 	foreign := make([]byte, 10, 5000)

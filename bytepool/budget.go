@@ -158,7 +158,7 @@ func (p *Pool) resize(i, depth, spill int) {
 func (p *Pool) replaceTiers(i, depth, spill int, move bool) {
 	cl := &p.classes[i]
 	old := cl.local.Load()
-	var l *shard.Local[unsafe.Pointer]
+	var l *tiers
 	var reserved int64
 	if depth > 0 {
 		l = shard.NewLocalSpill(depth, spill, cl.drop)
@@ -171,10 +171,10 @@ func (p *Pool) replaceTiers(i, depth, spill int, move bool) {
 	cl.reserved, cl.depth, cl.spill = reserved, depth, spill
 	cl.local.Store(l)
 	if !p.zeroOnPut && !debugTracking { // else every Get and Put takes the long way
-		p.hot[p.minIndex+i].local.Store(l)
+		p.hot[p.minIndex+i].setTiers(hotLocal(l))
 		if i == 0 {
 			for _, a := range p.minAliases() {
-				p.hot[a].local.Store(l)
+				p.hot[a].setTiers(hotLocal(l))
 			}
 		}
 	}
@@ -192,7 +192,7 @@ func (p *Pool) replaceTiers(i, depth, spill int, move bool) {
 // replaced is a class's per-P tiers that resize replaced, until
 // retireReplaced retires them. Guarded by Pool.trimMu.
 type replaced struct {
-	l    *shard.Local[unsafe.Pointer]
+	l    *tiers
 	tick uint64 // Pool.ticks when they were replaced
 	// hits and steals are the pops of l that were drains, not Gets (see
 	// class.countDrains).
@@ -202,7 +202,7 @@ type replaced struct {
 // move pops what r's tiers hold that the calling goroutine can reach and
 // files it in to (nil: nowhere), or, if to is full, in the exchange, or
 // releases it. Called with trimMu held.
-func (p *Pool) move(cl *class, r *replaced, to *shard.Local[unsafe.Pointer]) {
+func (p *Pool) move(cl *class, r *replaced, to *tiers) {
 	before := r.l.Stats()
 	var moved uint64
 	for {
@@ -266,7 +266,7 @@ func (p *Pool) settleReplaced(cl *class, drop bool) {
 // stack and spill is reachable now (shard.Local.DrainAll), and r's tiers
 // keep nothing afterwards: DrainAll seals them against a straggler of the
 // synchronised builds (see resize).
-func (p *Pool) release(cl *class, r replaced, to *shard.Local[unsafe.Pointer]) {
+func (p *Pool) release(cl *class, r replaced, to *tiers) {
 	r.l.DrainAll(func(ptr unsafe.Pointer) {
 		switch {
 		case to != nil && to.Push(ptr):
@@ -322,7 +322,7 @@ func (cl *class) push(ptr unsafe.Pointer) bool {
 // does it all: it takes each stack's guard, which the release takes for
 // good (shard.Local.DrainAll), so a Push on released tiers keeps nothing
 // and reports false.
-func (cl *class) pushUnpinned(l *shard.Local[unsafe.Pointer], pid int, ptr unsafe.Pointer) bool {
+func (cl *class) pushUnpinned(l *tiers, pid int, ptr unsafe.Pointer) bool {
 	if h := unpinnedHook.Load(); h != nil {
 		(*h)()
 	}
@@ -363,7 +363,7 @@ func (cl *class) pop() (unsafe.Pointer, bool) {
 // alongside the release's drain and take a buffer the drain also takes: so
 // pop starts again, pinned, once l's table covers pid. In the synchronised
 // builds each stack's guard keeps the two apart.
-func (cl *class) popUnpinned(l *shard.Local[unsafe.Pointer], pid int) (unsafe.Pointer, bool) {
+func (cl *class) popUnpinned(l *tiers, pid int) (unsafe.Pointer, bool) {
 	if pid < 0 {
 		return l.Pop()
 	}

@@ -226,6 +226,27 @@ func TestBufferWriteOfItsContentAfterReads(t *testing.T) {
 	}
 }
 
+// TestBufferNextNegativePanicsAsBytesBuffer: Next(-1) is a bug of the
+// caller's, for a Buffer as for a bytes.Buffer.
+func TestBufferNextNegativePanicsAsBytesBuffer(t *testing.T) {
+	panics := func(f func()) (r any) {
+		defer func() { r = recover() }()
+		f()
+		return nil
+	}
+	var want bytes.Buffer
+	want.WriteString("abc")
+	if panics(func() { want.Next(-1) }) == nil {
+		t.Fatal("bytes.Buffer.Next(-1) did not panic")
+	}
+	var b bytepool.Buffer
+	_, _ = b.WriteString("abc")
+	if r, _ := panics(func() { b.Next(-1) }).(string); !strings.HasPrefix(r, "bytepool: ") {
+		t.Fatalf("Next(-1): recover() = %q, want a bytepool: panic", r)
+	}
+	b.Free()
+}
+
 func TestBufferTruncateOutOfRangePanics(t *testing.T) {
 	for _, n := range []int{-1, 4} {
 		func() {

@@ -1,6 +1,8 @@
 package bytepool_test
 
 import (
+	"bytes"
+	"io"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -262,6 +264,64 @@ func benchStatsOverhead(b *testing.B) {
 			wg.Wait()
 			sink = nil
 			reportRetained(b, p)
+		})
+	}
+}
+
+// BenchmarkBuffer is a growable buffer used as a request uses one whose
+// final size it does not know, on GOMAXPROCS goroutines: taken, written 512
+// bytes at a time to 2 KiB, 32 KiB or 256 KiB, written to io.Discard, given
+// back. The reference is a sync.Pool of *bytes.Buffer (syncpool); poolkit
+// is Pool.NewBuffer(0) on a pool of its own, poolkit-default the same on
+// Default(), poolkit-zero on a zero Pool, poolkit-hint NewBuffer(size).
+// Compare with
+//
+//	go test -run '^$' -bench '^BenchmarkBuffer$' -count 10 ./bytepool | benchstat -col /Impl -
+func BenchmarkBuffer(b *testing.B) {
+	chunk := make([]byte, 512)
+	for _, size := range []int{2 << 10, 32 << 10, 256 << 10} {
+		b.Run("Size="+sizeName(size), func(b *testing.B) {
+			b.Run("Impl=syncpool", func(b *testing.B) {
+				sp := sync.Pool{New: func() any { return new(bytes.Buffer) }}
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						buf := sp.Get().(*bytes.Buffer)
+						buf.Reset()
+						for w := 0; w < size; w += len(chunk) {
+							buf.Write(chunk)
+						}
+						_, _ = buf.WriteTo(io.Discard)
+						sp.Put(buf)
+					}
+				})
+			})
+			var zero bytepool.Pool
+			for _, impl := range []struct {
+				name string
+				p    *bytepool.Pool
+				hint int
+			}{
+				{"poolkit", newBenchPool(b, bytepool.Config{}), 0},
+				{"poolkit-default", bytepool.Default(), 0},
+				{"poolkit-zero", &zero, 0},
+				{"poolkit-hint", newBenchPool(b, bytepool.Config{}), size},
+			} {
+				b.Run("Impl="+impl.name, func(b *testing.B) {
+					b.ReportAllocs()
+					b.RunParallel(func(pb *testing.PB) {
+						for pb.Next() {
+							buf := impl.p.NewBuffer(impl.hint)
+							for w := 0; w < size; w += len(chunk) {
+								_, _ = buf.Write(chunk)
+							}
+							_, _ = buf.WriteTo(io.Discard)
+							buf.Free()
+						}
+					})
+					reportRetained(b, impl.p)
+				})
+			}
 		})
 	}
 }

@@ -429,10 +429,16 @@ func waitTick(t *testing.T, p *bytepool.Pool) {
 
 func TestUnreachablePoolStopsTicking(t *testing.T) {
 	// A pool that becomes garbage must not stay alive through its own
-	// trimming chain; with an allocator that owns memory, it is released.
+	// trimming chain, nor through the Buffer it keeps ready; with an
+	// allocator that owns memory, it is released.
 	forEachAllocator(t, func(t *testing.T, a allocator) {
 		p := newPool(t, a, bytepool.Config{MinSize: 4096})
 		p.Put(p.Get(8192))
+		for range 2 * bytepool.LearnWindow { // learns 8 KiB, and keeps a Buffer of it ready
+			b := p.NewBuffer(0)
+			_, _ = b.Write(make([]byte, 8000))
+			b.Free()
+		}
 		mapped, _ := p.Allocator().(interface{ Mapped() int64 })
 		done := make(chan struct{})
 		runtime.AddCleanup(p, func(ch chan struct{}) { close(ch) }, done)
@@ -554,13 +560,16 @@ func TestMaxRetainedFollowsGOMAXPROCS(t *testing.T) {
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	p := newPool(t, allocator{}, bytepool.Config{MinSize: 1024, MaxSize: 1024, Depth: 2, Spill: 4, ExchangeCapacity: 1})
-	if got, want := p.Stats().MaxRetained, int64(1024); got != want {
-		t.Fatalf("MaxRetained %d before any Put, want %d (the exchange)", got, want)
+	// The exchange and, for each of the 2 Ps the pool was made for, a slot
+	// of a Buffer kept ready (1024 bytes) are reserved at New.
+	const reserved = (1 + 2) * 1024
+	if got, want := p.Stats().MaxRetained, int64(reserved); got != want {
+		t.Fatalf("MaxRetained %d before any Put, want %d (the exchange and the ready slots)", got, want)
 	}
 	for range 3 {
 		getThenPut(p, 8, 1024) // grows the class to its top
 	}
-	if got, want := p.Stats().MaxRetained, int64((2+4)*2+1)*1024; got != want {
+	if got, want := p.Stats().MaxRetained, int64((2+4)*2)*1024+reserved; got != want {
 		t.Fatalf("MaxRetained %d, want %d", got, want)
 	}
 	runtime.GOMAXPROCS(4)
@@ -568,7 +577,7 @@ func TestMaxRetainedFollowsGOMAXPROCS(t *testing.T) {
 		getThenPut(p, 8, 1024)
 	})
 	s := p.Stats()
-	if want := int64((2+4)*4+1) * 1024; s.MaxRetained != want {
+	if want := int64((2+4)*4)*1024 + reserved; s.MaxRetained != want {
 		t.Fatalf("after GOMAXPROCS 4: MaxRetained %d, want %d", s.MaxRetained, want)
 	}
 	if s.Retained > s.MaxRetained {
@@ -624,6 +633,49 @@ func TestZeroPoolIsUsable(t *testing.T) {
 	p.Trim()
 	var q bytepool.Pool
 	q.Trim() // nothing made, nothing to do
+}
+
+// TestZeroPoolMadeByConcurrentFirstUses: goroutines that all start on a
+// zero Pool at once, with every kind of call, find it made once, and every
+// buffer Get handed out and Put took is accounted for.
+func TestZeroPoolMadeByConcurrentFirstUses(t *testing.T) {
+	for range 20 {
+		p := new(bytepool.Pool)
+		const workers, rounds = 8, 50
+		var start, wg sync.WaitGroup
+		start.Add(1)
+		for w := range workers {
+			wg.Go(func() {
+				start.Wait()
+				switch w % 4 {
+				case 0:
+					p.Put(nil)
+				case 1:
+					p.Put(make([]byte, 0, 4096))
+				case 2:
+					_ = p.Stats()
+				}
+				for range rounds {
+					b := p.Get(1000 + w)
+					b[len(b)-1] = byte(w)
+					p.Put(b)
+					buf := p.NewBuffer(0)
+					_, _ = buf.WriteString("x")
+					buf.Free()
+				}
+			})
+		}
+		start.Done()
+		wg.Wait()
+		s := p.Stats()
+		if want := uint64(workers * rounds); s.Gets < want {
+			t.Fatalf("Stats.Gets %d, want at least the %d Gets made", s.Gets, want)
+		}
+		if s.MaxRetained <= 0 || s.MaxRetained > bytepool.DefaultMaxRetained {
+			t.Fatalf("Stats.MaxRetained %d: not a Pool with the default Config", s.MaxRetained)
+		}
+		p.Trim()
+	}
 }
 
 // TestTrimOfAnEmptyPoolAllocatesNothing: Trim leaves the per-P tiers that

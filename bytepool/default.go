@@ -1,35 +1,21 @@
 package bytepool
 
-import (
-	"sync"
-	"sync/atomic"
-)
-
-var (
-	defaultPool atomic.Pointer[Pool]
-	defaultOnce sync.Once
-)
+// std is the default pool: a zero Pool, made in place on first use, so that
+// the package-level Get and Put are calls of its methods that the compiler
+// inlines at the caller, with no pointer to load and no test of their own.
+var std Pool
 
 // Default returns the package default pool, used by the package-level Get
 // and Put and by a zero [Buffer]. It is made on first use with the zero [Config]
 // (all defaults). Like every [Pool] it starts no goroutine: its idle trimming
 // rides on GC cycles.
 func Default() *Pool {
-	if p := defaultPool.Load(); p != nil {
-		return p
-	}
-	defaultOnce.Do(func() {
-		p, err := New(Config{})
-		if err != nil {
-			panic("bytepool: bug: default config rejected: " + err.Error())
-		}
-		defaultPool.Store(p)
-	})
-	return defaultPool.Load()
+	std.ensure()
+	return &std
 }
 
 // Get is Default().Get(n).
-func Get(n int) []byte { return Default().Get(n) }
+func Get(n int) []byte { return std.Get(n) }
 
 // Put is Default().Put(b).
-func Put(b []byte) { Default().Put(b) }
+func Put(b []byte) { std.Put(b) }

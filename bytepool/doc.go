@@ -22,7 +22,8 @@
 // do not use, up to [Config.Depth] and [Config.Spill] per P. Unused memory is
 // released at GC cycles without a goroutine ([Config.IdleTimeout],
 // [Config.IdleCycles]); [Pool.Trim] releases it at once. [Buffer] is a growable
-// buffer, read and written like a bytes.Buffer, drawing from a pool.
+// buffer, read and written like a bytes.Buffer, drawing from a pool, that
+// starts at the size its pool (or a [Sizer]) has learnt its Buffers reach.
 //
 // # Security
 //

@@ -11,9 +11,7 @@ func (p *Pool) Ticks() uint64 { return p.ticks.Load() }
 
 // ClassSize returns the class size Get(n) uses (n <= MaxSize).
 func (p *Pool) ClassSize(n int) int {
-	if p.maxSize == 0 {
-		return p.made().ClassSize(n)
-	}
+	p.ensure()
 	return p.classes[p.classIndex(n)].size
 }
 
@@ -90,4 +88,22 @@ func ProcID() int {
 	pid := shard.Enter()
 	shard.Exit()
 	return pid
+}
+
+// HotIndex and HotSize expose the quarter-step index of a size and its
+// inverse.
+func HotIndex(m int) int { return hotIndex(m) }
+func HotSize(i int) int  { return hotSize(i) }
+
+// LearnWindow is how many Buffers a P learns from before it publishes a
+// size, and LearnAbove how many of them may be above it.
+const (
+	LearnWindow = learnWindow
+	LearnAbove  = learnAbove
+)
+
+// ReadyMax is the most storage a Buffer kept ready holds.
+func (p *Pool) ReadyMax() int {
+	p.ensure()
+	return p.readyMax
 }

@@ -2,6 +2,7 @@ package bytepool
 
 import (
 	"math"
+	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -60,32 +61,41 @@ import (
 // the GC off).
 //
 // The zero Pool is ready to use, with the defaults of the zero [Config]: on
-// first use it makes a Pool with New(Config{}) and forwards every call to it,
-// which costs each call a few nanoseconds that a Pool from New does not pay.
+// first use it makes itself as New(Config{}) would, in place, and then costs
+// what a Pool from New costs.
 //
 // A Pool is safe for concurrent use by any number of goroutines. A Put
 // synchronizes before the Get that returns the same buffer. A Pool must not be
 // copied after first use.
 type Pool struct {
 	_ nocopy.NoCopy
-	// zero is, for the zero Pool only (maxSize 0), the Pool it made on first
-	// use and forwards to; made under zeroOnce.
-	zero     atomic.Pointer[Pool]
-	zeroOnce sync.Once
-	// buffers caches the headers of Buffers that NewBuffer handed out and
-	// Buffer.Free gave back.
-	buffers sync.Pool
-
 	// hot holds what the fast path reads of each class, 16 bytes a class,
 	// indexed by hotIndex, which the fast path computes from a size in a few
 	// instructions (masked to 8 bits: no bounds check): hot[minIndex+i] is
 	// classes[i]. The entries below minIndex (and 252, see hotIndex), which
 	// sizes below MinSize reach, are copies of the smallest class's, so
-	// that Get needs no max(n, MinSize); the others have size -1 and no
-	// local. Each entry's local changes when the budget resizes its class;
-	// the rest is read-only after New, as are the fields below. classes
+	// that Get needs no max(n, MinSize); the others have size -1. Each
+	// entry's local changes when the budget resizes its class; its size is
+	// written once, by init, as are the fields below (before limit). classes
 	// holds the rest of each class, from MinSize up.
-	hot       [256]hotClass
+	hot [256]hotClass
+	// limit is MaxSize, stored last by init (atomically), so that whoever
+	// loads it non-zero sees the rest of the Pool made; 0 until then (a zero
+	// Pool before its first use). Get's first compare reads it.
+	limit uintptr
+	// once runs init for a zero Pool (see lazy).
+	once sync.Once
+	// buffers caches the headers of Buffers that NewBuffer handed out and
+	// Buffer.Free gave back.
+	buffers sync.Pool
+	// learn learns the size of the pool's Buffers (see learner).
+	learn learner
+	// ready is the Buffers Free keeps for the next NewBuffer on the same P
+	// (see readyState), and readyMax the most storage one keeps; made by
+	// init.
+	ready    *readyState
+	readyMax int
+
 	classes   []class
 	minSize   int
 	minIndex  int // hotIndex(minSize-1)
@@ -123,11 +133,48 @@ type Pool struct {
 // kept as an unsafe.Pointer keeps a heap buffer alive exactly as the slice
 // did. See docs/decisions/0005-bytepool.md, section 2.
 type hotClass struct {
-	size int // the class size: of every buffer local holds
-	// local is class.local, or nil when every Get and Put must take the
-	// long way (ZeroOnPut, or the poolkit_debug table), so that the fast
-	// path tests one field, not three.
-	local atomic.Pointer[shard.Local[unsafe.Pointer]]
+	// local is class.local (a *tiers, read and written atomically), or
+	// noTiers when the class has no per-P tiers or every Get and Put must
+	// take the long way (ZeroOnPut, or the poolkit_debug table), so that the
+	// fast path tests one field, not three; nil only in a Pool not yet
+	// made. It comes first, so that the entry's address is the field's, and
+	// the fast path keeps one.
+	local unsafe.Pointer
+	// size is the class size, of every buffer local holds, written once by
+	// init. Get reads it after loading limit, which init stores last; Put
+	// reads it first, plainly, so that a zero Pool's Put may read it while
+	// another goroutine's first use makes the Pool: a benign race (a word is
+	// never torn, and the Go memory model has the read return 0 or the
+	// size), after which Put reaches the rest of the Pool only through an
+	// atomic load (a class's tiers, or limit in putFull and putOther). The
+	// race build loads limit first instead.
+	size int
+}
+
+// The fast path reads limit and a class's tiers with the atomic functions,
+// not atomic types or helpers: their methods are inlined calls, and each
+// inlined call the compiler cannot pin to an instruction of the caller's
+// line costs a no-op instruction (an inline mark).
+
+// tiers is the type of a class's per-P tiers.
+type tiers = shard.Local[unsafe.Pointer]
+
+// setTiers sets the hot entry's local.
+func (h *hotClass) setTiers(l *tiers) {
+	atomic.StorePointer(&h.local, unsafe.Pointer(l))
+}
+
+// noTiers is the hot entry's local of a class without per-P tiers: a Local
+// never made, whose Stack is nil for every P id, so that Get needs no nil
+// test of its own. Nothing else is called on it.
+var noTiers tiers
+
+// hotLocal is what hot holds for tiers l (nil: none).
+func hotLocal(l *tiers) *tiers {
+	if l == nil {
+		return &noTiers
+	}
+	return l
 }
 
 // class is one size class. Its counters are cold-path atomics on cache lines
@@ -138,7 +185,7 @@ type class struct {
 	// resize replaces it. depth and spill are its per-P capacity (0 and 0
 	// when local is nil), reserved the bytes it takes from the budget;
 	// guarded by Pool.trimMu.
-	local        atomic.Pointer[shard.Local[unsafe.Pointer]]
+	local        atomic.Pointer[tiers]
 	depth, spill int
 	reserved     int64
 	full         atomic.Bool // the class cannot grow (see grow)
@@ -186,24 +233,57 @@ func New(cfg Config) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	procs := runtime.GOMAXPROCS(0)
-	plans := split(cfg)
-	p := &Pool{
-		classes:   make([]class, len(plans)),
-		minSize:   cfg.MinSize,
-		minIndex:  hotIndex(cfg.MinSize - 1),
-		maxSize:   cfg.MaxSize,
-		zeroOnPut: cfg.ZeroOnPut,
-		alloc:     cfg.Allocator,
-		cfg:       cfg,
-		procs:     procs,
-		trim:      make([]trimState, len(plans)),
+	p := new(Pool)
+	p.once.Do(func() { p.init(cfg) })
+	return p, nil
+}
+
+// lazy makes a zero Pool, in place, with the defaults of the zero Config, on
+// its first use; it returns once the Pool is made, whoever made it.
+func (p *Pool) lazy() {
+	p.once.Do(func() {
+		cfg, err := Config{}.withDefaults()
+		if err != nil {
+			panic("bytepool: bug: the zero Config was rejected: " + err.Error())
+		}
+		p.init(cfg)
+	})
+}
+
+// made reports whether p is made (see Pool.limit).
+func (p *Pool) made() bool { return atomic.LoadUintptr(&p.limit) != 0 }
+
+// ensure makes p if it is a zero Pool not yet made; a load on a Pool made.
+func (p *Pool) ensure() {
+	if !p.made() {
+		p.lazy()
 	}
+}
+
+// init makes p, a zero Pool, with cfg, which withDefaults has checked; run
+// once, under p.once. Everything it writes is written before limit (see
+// Pool.limit): a Get that finds limit 0 and a Put or Stats of a Pool not yet
+// made go through lazy, which waits for init to end.
+func (p *Pool) init(cfg Config) {
+	plans := split(cfg)
+	p.classes = make([]class, len(plans))
+	p.minSize = cfg.MinSize
+	p.minIndex = hotIndex(cfg.MinSize - 1)
+	p.maxSize = cfg.MaxSize
+	p.zeroOnPut = cfg.ZeroOnPut
+	p.alloc = cfg.Allocator
+	p.cfg = cfg
+	p.procs = runtime.GOMAXPROCS(0)
+	p.trim = make([]trimState, len(plans))
 	for i := range p.hot {
-		p.hot[i].size = -1 // no class: Put takes the long way
+		p.hot[i].setTiers(&noTiers)
+	}
+	sizes := make([]int, len(p.hot))
+	for i := range sizes {
+		sizes[i] = -1 // no class: Put takes the long way
 	}
 	for _, i := range p.minAliases() {
-		p.hot[i].size = cfg.MinSize
+		sizes[i] = cfg.MinSize
 	}
 	now := time.Now()
 	alloc := cfg.Allocator
@@ -226,16 +306,24 @@ func New(cfg Config) (*Pool, error) {
 		if hotIndex(size-1) != p.minIndex+i || hotIndex(size) != p.minIndex+i+1 {
 			panic("bytepool: bug: class sizes and hotIndex disagree")
 		}
-		p.hot[p.minIndex+i].size = size
+		sizes[p.minIndex+i] = size
 		p.trim[i] = trimState{localUsed: now, exUsed: now}
 	}
+	for i, size := range sizes {
+		p.hot[i].size = size
+	}
+	p.learn.windows.Store(newWindowTable(p.procs))
+	p.ready = &readyState{cur: unsafe.Pointer(newReadyTable(p.procs))}
+	p.readyMax = readyMax(cfg, p.procs)
+	p.reserved += int64(p.readyMax) * int64(p.procs)
 	// Buffers that are not the GC's (the allocator's, or mappings Put into
 	// a heap pool) and those the debug table tracks must be given back when
 	// the Pool is collected. The cleanup holds the classes, which do not
-	// reach the Pool.
-	runtime.AddCleanup(p, releaseAll, releaseArg{p.classes, alloc})
+	// reach the Pool. (For a Pool in a package variable, such as Default's,
+	// the runtime makes it a no-op: such a Pool is never collected.)
+	runtime.AddCleanup(p, releaseAll, releaseArg{p.classes, p.ready, alloc})
 	armTrim(p)
-	return p, nil
+	atomic.StoreUintptr(&p.limit, uintptr(cfg.MaxSize))
 }
 
 // Get returns a slice of length n and capacity at least n. For n <= MaxSize
@@ -247,32 +335,51 @@ func New(cfg Config) (*Pool, error) {
 // The contents of a reused buffer are unspecified: they are whatever its
 // previous holder left, up to its capacity. Use GetZeroed, or
 // [Config.ZeroOnPut], where that matters. Get panics if n is negative.
+//
+//go:nosplit
 func (p *Pool) Get(n int) []byte {
-	// One unsigned compare sends n <= 0 and n > maxSize to getOther.
-	if uint(n-1) >= uint(p.maxSize) {
+	// Get and Put are nosplit: they run no stack check (two instructions
+	// of about seventy, and the alignment padding they shift). Their frames
+	// are small and fixed, the fast path calls only the runtime's pin and
+	// unpin, nosplit too, and the slow paths are calls of functions that
+	// check; the linker refuses a chain of nosplit functions that could
+	// overrun the stack guard. See docs/decisions/0005-bytepool.md.
+	//
+	// One unsigned compare sends n <= 0, n > MaxSize and a Pool not yet
+	// made to getOther.
+	if uint(n-1) >= uint(atomic.LoadUintptr(&p.limit)) {
 		return p.getOther(n)
 	}
-	// Local.Pop, written out so that the stack's pop is inlined here. The
-	// class's tiers are loaded while pinned (see resize).
+	// Local.Pop, written out so that the stack's pop is inlined here and a
+	// hit returns straight from the pinned section; a miss goes on pinned
+	// in getSpill. The class's tiers are loaded after pinning (see resize);
+	// a class without tiers has noTiers, whose Stack is nil.
 	h := &p.hot[hotIndex(n-1)]
 	size := h.size
-	pid := shard.Enter()
-	if l := h.local.Load(); l != nil {
-		s := l.Stack(pid)
-		ptr, ok := s.Pop()
-		if !ok {
-			ptr, ok = l.PopSpill(s)
-		}
+	pid, l := shard.Enter(), (*tiers)(atomic.LoadPointer(&h.local)) // in this order
+	s := l.Stack(pid)
+	if ptr, _ := s.Pop(); ptr != nil { // a buffer's address is never nil
+		// No debugOnGet: the poolkit_debug build takes the long way.
 		shard.Exit()
-		if ok {
-			b := slice(ptr, n, size)
-			debugOnGet(b)
-			return b
-		}
-		return p.getSlow(n, s == nil)
+		return slice(ptr, n, size)
 	}
+	return p.getSpill(l, s, n)
+}
+
+// getSpill is Get after the calling P's stack s of tiers l missed, still in
+// the pinned section that loaded l: it tries s's spill and the other Ps'
+// (Local.PopSpill), ends the section, and goes on to getSlow. If s is nil,
+// Get could not use l pinned (no tiers, a P beyond its table, or the
+// synchronised builds), and getSlow tries the class's tiers first.
+func (p *Pool) getSpill(l *tiers, s *shard.Stack[unsafe.Pointer], n int) []byte {
+	ptr, ok := l.PopSpill(s)
 	shard.Exit()
-	return p.getSlow(n, true)
+	if ok {
+		b := slice(ptr, n, p.classes[p.classIndex(n)].size)
+		debugOnGet(b)
+		return b
+	}
+	return p.getSlow(n, s == nil)
 }
 
 // hotIndex returns the index in Pool.hot of the class of size m+1, or, for
@@ -287,6 +394,19 @@ func (p *Pool) Get(n int) []byte {
 // is at least 8): the mask keeps every index below 256, as the table.
 func hotIndex(m int) int {
 	return int(math.Float64bits(float64(m)) >> 50 & 255)
+}
+
+// hotSize is hotIndex's inverse: the size of the class at index i, the
+// smallest quarter step (2^k × 5/4, 6/4, 7/4 or 8/4) at or above every m+1
+// with hotIndex(m) == i, for 3 <= m < 2^62 (4 <= i < 248); math.MaxInt
+// where that does not fit an int. An index is 4 × (k - 1) + q for m in
+// [2^k × (4+q)/4, 2^k × (5+q)/4): the class is 2^k × (5+q)/4.
+func hotSize(i int) int {
+	k, q := i>>2+1, i&3
+	if k-2 >= bits.UintSize-4 { // 8 << (k-2) would overflow
+		return math.MaxInt
+	}
+	return (5 + q) << (k - 2)
 }
 
 // minAliases returns the indexes of hot that sizes below MinSize reach:
@@ -315,6 +435,15 @@ type sliceHeader struct {
 	len, cap int
 }
 
+// classOf returns the capacity of a Get(n): n's class, or n itself above
+// MaxSize; 0 for n <= 0.
+func (p *Pool) classOf(n int) int {
+	if uint(n-1) < uint(p.maxSize) {
+		return p.hot[hotIndex(n-1)].size
+	}
+	return max(n, 0)
+}
+
 // classIndex returns the class of a Get(n), for 0 <= n <= maxSize: the
 // smallest class of at least n bytes.
 func (p *Pool) classIndex(n int) int {
@@ -328,16 +457,17 @@ func (p *Pool) GetZeroed(n int) []byte {
 	return b
 }
 
-// getOther is Get for n <= 0 and n > maxSize, and every Get of the zero
-// Pool.
+// getOther is Get for n <= 0 and n > MaxSize, and the first Gets of a zero
+// Pool, which make it.
 func (p *Pool) getOther(n int) []byte {
 	switch {
 	case n < 0:
 		panic("bytepool: Get: negative size")
 	case n == 0:
 		return p.Get(1)[:0]
-	case p.maxSize == 0:
-		return p.made().Get(n)
+	case !p.made():
+		p.lazy()
+		return p.Get(n)
 	}
 	p.oversize.Add(1)
 	return make([]byte, n)
@@ -386,45 +516,72 @@ func (p *Pool) getSlow(n int, local bool) []byte {
 // large array (big[:0:64], or the tail of big) pins all of big until that
 // buffer leaves the pool. Put buffers that came from the pool, or slices
 // that span their array.
+//
+//go:nosplit
 func (p *Pool) Put(b []byte) {
+	// nosplit: see Get.
+	//
 	// Fast path: a buffer of exactly a class size (every buffer the pool
-	// allocated) and a class with a local (no zeroing, no debug table; see
-	// hotClass). A class size c is the class of c-1 (hotIndex). Everything
-	// else, nil included (cap 0 reads entry 252, a copy of the smallest
-	// class, whose size is not 0), goes through putOther.
+	// allocated) and a class with per-P tiers (no zeroing, no debug table;
+	// see hotClass). A class size c is the class of c-1 (hotIndex).
+	// Everything else, nil included (cap 0 reads entry 252, a copy of the
+	// smallest class, whose size is not 0), goes through putOther.
 	c := cap(b)
 	h := &p.hot[hotIndex(c-1)]
+	if raceEnabled {
+		p.ensure() // see hotClass.size
+	}
 	if c != h.size {
 		p.putOther(b)
 		return
 	}
-	// Local.Push, written out so that the stack's push is inlined here. The
-	// class's tiers are loaded while pinned (see resize).
+	// Local.Push, written out so that the stack's push is inlined here and
+	// a push the stack takes returns straight from the pinned section; a
+	// full stack goes on pinned in putSpill. The class's tiers are loaded
+	// after pinning (see resize).
 	ptr := unsafe.Pointer(unsafe.SliceData(b))
-	pid := shard.Enter()
-	if l := h.local.Load(); l != nil {
-		s := l.Stack(pid)
-		ok := s.Push(ptr) || l.PushSpill(s, ptr)
+	pid, l := shard.Enter(), (*tiers)(atomic.LoadPointer(&h.local)) // in this order
+	if l == nil {
+		// A zero Pool not yet made, or being made (see hotClass.size).
 		shard.Exit()
-		if !ok {
-			p.putFull(b, s == nil)
-		}
+		p.putOther(unsafe.Slice((*byte)(ptr), c))
 		return
 	}
+	s := l.Stack(pid)
+	if s.Push(ptr) {
+		shard.Exit()
+		return
+	}
+	p.putSpill(l, s, ptr, c)
+}
+
+// putSpill is Put after the calling P's stack s of tiers l was full or nil,
+// still in the pinned section that loaded l, for the buffer at ptr of class
+// size c: it tries s's spill (Local.PushSpill), ends the section, and goes
+// on to putFull.
+func (p *Pool) putSpill(l *tiers, s *shard.Stack[unsafe.Pointer], ptr unsafe.Pointer, c int) {
+	ok := l.PushSpill(s, ptr)
 	shard.Exit()
-	p.putOther(b)
+	if !ok {
+		p.putFull(unsafe.Slice((*byte)(ptr), c), s == nil)
+	}
 }
 
 // putFull is Put's fast path when the calling P's stack and spill are full,
-// or, if local, when Put could not reach them pinned (Local.Stack returned
-// nil): cap(b) is exactly a class size. It recomputes the class, so that Put
-// keeps less alive across its calls.
+// or, if local, when Put could not reach them pinned (no tiers, or
+// Local.Stack returned nil): cap(b) is a class size, unless Put read it
+// while the Pool was being made. It recomputes the class, so that Put keeps
+// less alive across its calls.
 func (p *Pool) putFull(b []byte, local bool) {
-	if p.maxSize == 0 { // the zero Pool, for a slice of capacity 0
-		p.made().Put(b)
+	p.ensure() // see hotClass.size
+	cl := &p.classes[p.classIndex(cap(b))]
+	if cap(b) != cl.size || p.zeroOnPut || debugTracking {
+		// A size Put read while another goroutine made the Pool (see
+		// hotClass.size), or classes whose hot entries have noTiers so
+		// that every Put takes the long way.
+		p.putOther(b)
 		return
 	}
-	cl := &p.classes[p.classIndex(cap(b))]
 	if local && cl.push(unsafe.Pointer(unsafe.SliceData(b))) {
 		return
 	}
@@ -435,8 +592,9 @@ func (p *Pool) putFull(b []byte, local bool) {
 // capacities, foreign capacities (re-sliced to their class), ZeroOnPut and the
 // debug table.
 func (p *Pool) putOther(b []byte) {
-	if p.maxSize == 0 {
-		p.made().Put(b)
+	if !p.made() {
+		p.lazy()
+		p.Put(b)
 		return
 	}
 	c := cap(b)
@@ -482,21 +640,6 @@ func (p *Pool) putSlow(cl *class, b []byte) {
 	release(p.alloc, b)
 }
 
-// made returns the Pool a zero Pool forwards to, making it on first use.
-func (p *Pool) made() *Pool {
-	if q := p.zero.Load(); q != nil {
-		return q
-	}
-	p.zeroOnce.Do(func() {
-		q, err := New(Config{})
-		if err != nil {
-			panic("bytepool: bug: the zero Config was rejected: " + err.Error())
-		}
-		p.zero.Store(q)
-	})
-	return p.zero.Load()
-}
-
 // procsNow returns GOMAXPROCS: the number of per-P stacks a Local made now
 // has.
 func (p *Pool) procsNow() int { return runtime.GOMAXPROCS(0) }
@@ -533,15 +676,13 @@ func release(a Allocator, b []byte) {
 // increase adds, until the next cycle, the per-P tiers of the old count (see
 // Pool).
 func (p *Pool) Trim() {
-	if p.maxSize == 0 {
-		if q := p.zero.Load(); q != nil {
-			q.Trim()
-		}
-		return
+	if !p.made() {
+		return // a zero Pool not yet made holds nothing
 	}
 	p.trimMu.Lock()
 	defer p.trimMu.Unlock()
-	pending := false
+	p.replaceReady()
+	pending := len(p.ready.old) > 0
 	for i := range p.classes {
 		p.drainLocal(i)
 		p.drainExchange(i)
@@ -549,6 +690,7 @@ func (p *Pool) Trim() {
 	}
 	if pending {
 		waitPinned()
+		p.rotateReady(true)
 		for i := range p.classes {
 			p.settleReplaced(&p.classes[i], true)
 		}
@@ -585,7 +727,7 @@ func (p *Pool) drainLocal(i int) {
 // were drains, not Gets. Each Pop counts a hit or a steal on the Local
 // (Local.Stats); concurrent Gets may have counted too, so a drain's pop is
 // taken for a steal only as far as the steals grew.
-func (cl *class) countDrains(l *shard.Local[unsafe.Pointer], before shard.Stats, drained uint64) {
+func (cl *class) countDrains(l *tiers, before shard.Stats, drained uint64) {
 	if drained == 0 {
 		return
 	}
@@ -627,6 +769,7 @@ func (cl *class) parked() uint64 {
 
 type releaseArg struct {
 	classes []class
+	ready   *readyState
 	alloc   Allocator
 }
 
@@ -645,4 +788,5 @@ func releaseAll(a releaseArg) {
 		}
 		drain(cl, a.alloc)
 	}
+	releaseReadyAll(a.ready, a.alloc)
 }

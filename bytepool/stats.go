@@ -44,8 +44,12 @@ type Stats struct {
 	// per-P tiers as they are released (two GC ticks after the replacement,
 	// at a class's third pending replacement, or by Trim).
 	Released uint64
-	// Retained is the number of bytes kept for reuse (the sum over Classes).
+	// Retained is the number of bytes kept for reuse: the sum over Classes,
+	// and ReadyRetained.
 	Retained int64
+	// ReadyRetained is the bytes of storage kept with the Buffers Free kept
+	// ready for the next NewBuffer (at most one per P; see Buffer).
+	ReadyRetained int64
 	// MaxRetained is the retention bound as it stands: the sum over the
 	// classes of ((Depth + Spill) × P + ExchangeCap) × Size, where Depth and
 	// Spill are the class's per-P capacity as demand has grown it and P the
@@ -55,6 +59,10 @@ type Stats struct {
 	MaxRetained int64
 	// Procs is GOMAXPROCS as it was when the Pool was made.
 	Procs int
+	// BufferSize is the size a Buffer made without a size hint starts at:
+	// what the pool has learnt its Buffers reach (see Buffer), 0 before it
+	// has learnt anything.
+	BufferSize int
 	// Classes holds one entry per size class, smallest first.
 	Classes []ClassStats
 }
@@ -91,14 +99,12 @@ type ClassStats struct {
 // Stats returns a snapshot of the pool's counters. It allocates; do not call
 // it on a hot path.
 func (p *Pool) Stats() Stats {
-	if p.maxSize == 0 {
-		return p.made().Stats()
-	}
+	p.ensure()
 	// trimMu keeps each class's capacity and its counters consistent with
 	// a resize (see resize).
 	p.trimMu.Lock()
 	defer p.trimMu.Unlock()
-	s := Stats{Procs: p.procs, Oversize: p.oversize.Load(), Classes: make([]ClassStats, len(p.classes))}
+	s := Stats{Procs: p.procs, BufferSize: p.learn.startSize(p), Oversize: p.oversize.Load(), Classes: make([]ClassStats, len(p.classes))}
 	s.Drops = p.unfiled.Load()
 	for i := range p.classes {
 		cl := &p.classes[i]
@@ -140,6 +146,9 @@ func (p *Pool) Stats() Stats {
 		}
 		s.MaxRetained += int64((cl.depth+cl.spill)*procs+c.ExchangeCap) * int64(cl.size)
 	}
+	s.ReadyRetained = p.ready.table().retained()
+	s.Retained += s.ReadyRetained
+	s.MaxRetained += int64(p.readyMax) * int64(p.procs)
 	s.Gets = s.LocalHits + s.ExchangeHits + s.StealHits + s.Allocs + s.Oversize
 	return s
 }

@@ -92,6 +92,7 @@ func (p *Pool) gcTick(now time.Time) {
 			p.drainExchange(i)
 		}
 	}
+	p.rotateReady(false)
 	p.unfull() // budget the idle rules freed, and a new chance to reclaim
 	p.ticks.Add(1)
 }

@@ -80,6 +80,7 @@ var modes = map[string]func(workers int) []workload.Case{
 		return slices.Concat(workload.BytesRealistic(w), workload.BytesSustained(w), workload.BytesFullOverwrite())
 	},
 	"mixed":          func(int) []workload.Case { return workload.BytesMixed() },
+	"growable":       func(int) []workload.Case { return workload.BytesGrowable() },
 	"burst":          func(int) []workload.Case { return workload.BytesBurst() },
 	"oversubscribed": workload.PoolOversubscribed,
 	"exchange":       workload.PoolExchange,
@@ -98,6 +99,8 @@ var modeHelp = `
   realistic  Bytes/Realistic, Bytes/Sustained, Bytes/FullOverwrite
   mixed      Bytes/Mixed (round robin over 7 sizes; Zipf; 16 sizes not powers of two)
   burst      Bytes/Burst (N × 64 KiB)
+  growable   Bytes/Growable (a growable buffer of unknown final size, written 512 bytes at a time on
+             GOMAXPROCS goroutines: 2 KiB, 32 KiB, 256 KiB, and 1 to 64 KiB with rare 8 MiB outliers)
   oversubscribed
              Pool/Oversubscribed: MaxSize 8 at 32 and 128 goroutines, with 0 and 200 ns of
              work per lease; MaxSize 64 at 2 to 128 goroutines; Jain's index and min/max
@@ -134,7 +137,7 @@ const (
 )
 
 // modeNames lists the modes in the order the usage gives them.
-var modeNames = []string{"default", "hotpath", "parallel", "realistic", "mixed", "burst", "oversubscribed", "exchange", "handoff", "stats", "bytes", "all", modeE2E, modeFaults, modeKeyed}
+var modeNames = []string{"default", "hotpath", "parallel", "realistic", "mixed", "burst", "growable", "oversubscribed", "exchange", "handoff", "stats", "bytes", "all", modeE2E, modeFaults, modeKeyed}
 
 // e2eDuration is how long each end-to-end contender runs per round unless
 // -duration or -ops says otherwise: long enough for a p99.9 of a few

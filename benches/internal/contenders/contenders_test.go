@@ -1,9 +1,11 @@
 package contenders
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"github.com/poolkit/poolkit/internal/cacheline"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -75,4 +77,44 @@ func spans[H, E any](h *H, slots []E) (start, size, slotsStart, slotsSize uintpt
 	const pad = unsafe.Sizeof(cacheline.Pad{})
 	return uintptr(unsafe.Pointer(h)) + pad, unsafe.Sizeof(*h) - 2*pad,
 		uintptr(unsafe.Pointer(unsafe.SliceData(slots))), uintptr(cap(slots)) * unsafe.Sizeof(*new(E))
+}
+
+// TestEveryGrowableUseReachesItsSize: every growable-buffer contender's
+// buffer holds what it was written, whatever the size, use after use.
+func TestEveryGrowableUseReachesItsSize(t *testing.T) {
+	chunk := bytes.Repeat([]byte("0123456789abcdef"), 32)
+	for _, c := range GrowableContenders() {
+		t.Run(c.Name, func(t *testing.T) {
+			g, err := c.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			for _, n := range []int{1, 511, 512, 513, 2 << 10, 100_000} {
+				for range 3 {
+					if got := g.Use(chunk, n); got < n {
+						t.Fatalf("Use(%d): capacity %d", n, got)
+					}
+				}
+			}
+			if _, err := GrowableByName(c.Name); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if _, err := GrowableByName("nothing"); err == nil {
+		t.Fatal("GrowableByName of an unknown name: no error")
+	}
+}
+
+// TestFillWritesExactlyNBytes: fill writes n bytes, the chunk over and over.
+func TestFillWritesExactlyNBytes(t *testing.T) {
+	chunk := []byte("abc")
+	for _, n := range []int{0, 1, 3, 4, 10} {
+		var b bytes.Buffer
+		fill(&b, chunk, n)
+		if want := strings.Repeat("abc", 4)[:n]; b.String() != want {
+			t.Fatalf("fill(%d) wrote %q, want %q", n, b.String(), want)
+		}
+	}
 }

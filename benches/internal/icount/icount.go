@@ -33,11 +33,13 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/poolkit/poolkit/benches/internal/contenders"
 	"github.com/poolkit/poolkit/benches/internal/results"
 	"github.com/poolkit/poolkit/benches/internal/workload"
+	"github.com/poolkit/poolkit/bytepool"
 	"github.com/poolkit/poolkit/shard"
 )
 
@@ -46,8 +48,12 @@ type Op struct {
 	results.IcountOp
 	// Guard says that CI checks the op against the committed baseline.
 	Guard bool
-	// setup makes a fresh instance and returns its operation and its close.
+	// setup makes a fresh instance and returns its operation and its close;
+	// the counted loop calls the operation through a func value.
 	setup func() (step func(), closeFn func(), err error)
+	// loop, instead of setup, makes a fresh instance and returns a loop
+	// that runs the operation n times, calling it directly.
+	loop func() (run func(n int), closeFn func(), err error)
 }
 
 // Pool settings of the counted object pools: a pool big enough never to
@@ -77,7 +83,8 @@ var poolContenders = []string{"poolkit", "poolkit-recycle", "poolkit-keyed", "po
 var bytesContenders = []string{"poolkit", "syncpool", "gobufferpool", "bytebufferpool"}
 
 // guarded are the ops CI checks against the baseline: poolkit's hot paths.
-var guarded = []string{"Pool/Impl=poolkit", "Pool/Impl=poolkit-recycle", "Pool/Impl=poolkit-keyed", "Pool/Impl=poolkit-keyed-recycle", "Bytes/Size=4KiB/Impl=poolkit", "Bytes/Size=64KiB/Impl=poolkit"}
+var guarded = []string{"Pool/Impl=poolkit", "Pool/Impl=poolkit-recycle", "Pool/Impl=poolkit-keyed", "Pool/Impl=poolkit-keyed-recycle",
+	"Bytes/Size=4KiB/Impl=poolkit", "Bytes/Size=64KiB/Impl=poolkit", DirectTable + "/Impl=poolkit", DirectTable + "/Impl=poolkit-pkg"}
 
 // Ops returns every counted op: the object pools, then the byte pools size
 // by size.
@@ -92,6 +99,7 @@ func Ops() []Op {
 			ops = append(ops, bytesOp(name, n))
 		}
 	}
+	ops = append(ops, directOps()...)
 	for i := range ops {
 		for _, g := range guarded {
 			if ops[i].Name == g {
@@ -202,6 +210,75 @@ func bytesOp(name string, n int) Op {
 	}
 }
 
+// DirectTable and DirectUnit name and describe the table of byte pools
+// called directly: what a caller of bytepool pays, without the adapter and
+// the indirect call through which the other tables reach every contender.
+const (
+	DirectTable = "Bytes/Direct/Size=64KiB"
+	DirectUnit  = "one Get + Put of 64 KiB, the buffer untouched, called directly from the counted loop (no adapter, no indirect call)"
+)
+
+// directSize is the buffer size of the DirectTable ops.
+const directSize = 64 * workload.KiB
+
+// directOps are the DirectTable ops: a bytepool.Pool's methods (poolkit),
+// the package-level bytepool.Get and bytepool.Put on the default pool
+// (poolkit-pkg), and one sync.Pool of *[]byte (syncpool).
+func directOps() []Op {
+	op := func(contender string, loop func() (func(int), func(), error)) Op {
+		return Op{
+			IcountOp: results.IcountOp{Name: DirectTable + "/Impl=" + contender, Table: DirectTable, Contender: contender, Unit: DirectUnit},
+			loop:     loop,
+		}
+	}
+	return []Op{
+		op("poolkit", func() (func(int), func(), error) {
+			p, err := bytepool.New(bytepool.Config{})
+			if err != nil {
+				return nil, nil, err
+			}
+			return func(n int) { poolkitLoop(p, n) }, p.Trim, nil
+		}),
+		op("poolkit-pkg", func() (func(int), func(), error) {
+			return packageLoop, bytepool.Default().Trim, nil
+		}),
+		op("syncpool", func() (func(int), func(), error) {
+			p := &sync.Pool{New: func() any {
+				b := make([]byte, directSize)
+				return &b
+			}}
+			return func(n int) { syncPoolLoop(p, n) }, func() {}, nil
+		}),
+	}
+}
+
+// poolkitLoop gets and puts a buffer n times with p's methods.
+//
+//go:noinline
+func poolkitLoop(p *bytepool.Pool, n int) {
+	for range n {
+		p.Put(p.Get(directSize))
+	}
+}
+
+// packageLoop gets and puts a buffer n times with bytepool.Get and Put.
+//
+//go:noinline
+func packageLoop(n int) {
+	for range n {
+		bytepool.Put(bytepool.Get(directSize))
+	}
+}
+
+// syncPoolLoop gets and puts a buffer n times with p.
+//
+//go:noinline
+func syncPoolLoop(p *sync.Pool, n int) {
+	for range n {
+		p.Put(p.Get().(*[]byte))
+	}
+}
+
 // Find returns the op called name.
 func Find(name string) (Op, error) {
 	for _, o := range Ops() {
@@ -224,27 +301,31 @@ func RunChild(w io.Writer, name string, n int) error {
 	if err != nil {
 		return err
 	}
-	step, closeFn, err := o.setup()
+	run, closeFn, err := o.runner()
 	if err != nil {
 		return fmt.Errorf("icount: %s: %w", name, err)
 	}
 	defer closeFn()
-	warm(step, warmOps)
+	run(warmOps)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	measured(step, n)
+	run(n)
 	runtime.ReadMemStats(&after)
 	_, err = fmt.Fprintln(w, after.Mallocs-before.Mallocs)
 	return err
 }
 
-// warm runs step n times, uncounted.
-//
-//go:noinline
-func warm(step func(), n int) {
-	for range n {
-		step()
+// runner makes a fresh instance of o and returns what runs its operation n
+// times, and its close.
+func (o Op) runner() (run func(n int), closeFn func(), err error) {
+	if o.loop != nil {
+		return o.loop()
 	}
+	step, closeFn, err := o.setup()
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(n int) { measured(step, n) }, closeFn, nil
 }
 
 // measured runs step n times.

@@ -37,7 +37,9 @@ func TestOpsHaveUniqueNamesAndGuardPoolkitsHotPaths(t *testing.T) {
 	for _, o := range Guarded() {
 		g = append(g, o.Name)
 	}
-	assert.Equal(t, []string{"Pool/Impl=poolkit", "Pool/Impl=poolkit-recycle", "Pool/Impl=poolkit-keyed", "Pool/Impl=poolkit-keyed-recycle", "Bytes/Size=4KiB/Impl=poolkit", "Bytes/Size=64KiB/Impl=poolkit"}, g)
+	assert.Equal(t, []string{"Pool/Impl=poolkit", "Pool/Impl=poolkit-recycle", "Pool/Impl=poolkit-keyed", "Pool/Impl=poolkit-keyed-recycle",
+		"Bytes/Size=4KiB/Impl=poolkit", "Bytes/Size=64KiB/Impl=poolkit",
+		"Bytes/Direct/Size=64KiB/Impl=poolkit", "Bytes/Direct/Size=64KiB/Impl=poolkit-pkg"}, g)
 }
 
 // The children run in results.IcountEnv, with the runtime kept off RDTSCP,

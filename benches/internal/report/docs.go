@@ -58,6 +58,15 @@ keeps, its own structures included.`,
 	"Bytes/Burst": `One goroutine takes N buffers of 64 KiB, writes a byte to each, and only then returns them
 all, N = 10 to 1000: more than a per-P stack keeps, so the deeper levels of a pool (or the
 allocator) serve the rest. **cap/len** and **retained** as in Bytes/Mixed.`,
+	"Bytes/Growable": `GOMAXPROCS goroutines each use a growable buffer as a request uses one whose final size
+it does not know (an encoder's output, a response body): take a buffer, write 512 bytes at a
+time to 2 KiB, 32 KiB or 256 KiB, or, in Sizes=Mixed, to sizes from 1 to 64 KiB with an 8 MiB
+outlier every thousand ops, write the content to io.Discard, give the buffer back. poolkit is
+bytepool.Buffer from Pool.NewBuffer(0), without a size hint: the pool learns the size; syncpool
+a sync.Pool of *bytes.Buffer, which keeps the capacity each buffer reached, outliers included;
+bytebufferpool valyala/bytebufferpool, which calibrates the size of the buffers it makes and
+the largest it keeps; bytesbuffer a new bytes.Buffer per use, no pool. **cap/len** is the
+capacity the buffers reached per byte written; **retained** as in Bytes/Mixed.`,
 	"Bytes/Contention": `The realistic op on many goroutines, with poolkit's per-P depth at 1, 4 and 8 buffers per
 size class, beside the other contenders, which have no such setting.`,
 	"Bytes/FullOverwrite": `The buffer is overwritten entirely before use, so the zeroing make does is wasted work

@@ -24,13 +24,15 @@ warm-up of its own; the instructions of the first run are subtracted from those 
 and divided by the %s ops between them, so the process's start, the set-up and the warm-up
 cancel out. allocs/op is the growth of `+"`runtime.MemStats.Mallocs`"+` over the same ops, exact
 with the collector off. Each figure includes the loop and the one indirect call through which
-the suite reaches every contender, the same for all; syncpool is sync.Pool, the floor of the
+the suite reaches every contender, the same for all, but in Bytes/Direct, whose loop calls Get
+and Put itself, as a program does: a Pool's methods (poolkit), the package-level
+`+"`bytepool.Get`"+` and `+"`Put`"+` (poolkit-pkg), and sync.Pool. syncpool is sync.Pool, the floor of the
 object pools, and for buffers one sync.Pool of `+"`*[]byte`"+` per size. shard is poolkit's pinned
 per-P stack (`+"`shard.Local`"+`) alone, popped and pushed, without the pool around it.
 
 Counted at `+"`%s`"+`%s, %s, with %s and %s: `+"`go run ./benches/cmd/%s`"+`.
 CI counts poolkit's hot paths (the pool's Acquire + Release, bytepool's Get + Put at 4 KiB and
-64 KiB) and fails if one rises more than 5%% above `+"`docs/benchmarks/icount-baseline.json`"+`; a change
+64 KiB, and in Bytes/Direct) and fails if one rises more than 5%% above `+"`docs/benchmarks/icount-baseline.json`"+`; a change
 that moves them on purpose refreshes the baseline in a commit of its own, with
 `+"`go run ./benches/cmd/poolbench icount -baseline docs/benchmarks/icount-baseline.json -update`"+`.
 `, results.IcountEnv, results.Count(float64(r.N1)), results.Count(float64(r.N2)), results.Count(float64(r.N2-r.N1)),

@@ -176,10 +176,10 @@ func PoolCases(workers int) []Case {
 }
 
 // BytesCases returns every byte-pool case: HotPath, Realistic, Sustained,
-// Mixed, Burst, Contention, FullOverwrite, StatsOverhead.
+// Mixed, Burst, Contention, FullOverwrite, StatsOverhead, Growable.
 func BytesCases(workers int) []Case {
 	return concat(BytesHotPath(), BytesRealistic(workers), BytesSustained(workers), BytesMixed(),
-		BytesBurst(), BytesContention(workers), BytesFullOverwrite(), BytesStatsOverhead(workers))
+		BytesBurst(), BytesContention(workers), BytesFullOverwrite(), BytesStatsOverhead(workers), BytesGrowable())
 }
 
 func concat(lists ...[]Case) []Case {

@@ -1,0 +1,6 @@
+//go:build !race
+
+package bytepool
+
+// raceEnabled reports a build with the race detector (see Pool.Put).
+const raceEnabled = false
