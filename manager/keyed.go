@@ -63,9 +63,14 @@ func (f KeyedFuncs[K, T]) Connect(ctx context.Context, key K) (T, error) {
 	return f.ConnectFunc(ctx, key)
 }
 
-// Recycle calls f.RecycleFunc, or returns nil if it is nil.
+// Recycle calls f.RecycleFunc, or returns nil if it is nil. (It calls the
+// function itself, not through Funcs: a pool calls it on every reuse, and a
+// second call would copy the Metrics once more.)
 func (f KeyedFuncs[K, T]) Recycle(ctx context.Context, obj T, m Metrics) error {
-	return Funcs[T]{RecycleFunc: f.RecycleFunc}.Recycle(ctx, obj, m)
+	if f.RecycleFunc == nil {
+		return nil
+	}
+	return f.RecycleFunc(ctx, obj, m)
 }
 
 // SkipRecycle reports whether RecycleFunc is nil (see RecycleSkipper).

@@ -62,7 +62,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 					}
 					armed := true
 					defer e.closeIfPanicked(&armed, reasonRecycle)
-					err := p.mgr.Recycle(ctx, e.value, e.m)
+					err := p.rec.Recycle(ctx, e.value, e.m)
 					armed = false
 					if err == nil {
 						e.m.Uses++
@@ -83,6 +83,41 @@ func (p *Pool[T]) Acquire(ctx context.Context) (Lease[T], error) {
 		return p.acquireHooked(ctx, true)
 	}
 	return p.acquireSlow(ctx, true)
+}
+
+// acquireHinted is Acquire's fast path from the pop on, for a keyed pool's
+// Acquire, which pops e from this P's stack of p's in the pinned section
+// that found p (see Keyed.Acquire) after the same look at ctx and state:
+// the same steps as Acquire's, a copy that the keyed behaviour tests run.
+// It reports done false when the caller must go on as Acquire's slow path
+// does (the hint was stale, or its object failed a check that leaves ctx
+// live).
+func (p *Pool[T]) acquireHinted(ctx context.Context, e *entry[T]) (l Lease[T], done bool, err error) {
+	if gen, ok := claim(e); ok {
+		r := p.onHand(e)
+		if r == 0 {
+			if e.m.Uses == 0 || !p.recycles {
+				e.m.Uses++
+				return Lease[T]{e, gen}, true, nil
+			}
+			armed := true
+			defer e.closeIfPanicked(&armed, reasonRecycle)
+			err := p.rec.Recycle(ctx, e.value, e.m)
+			armed = false
+			if err == nil {
+				e.m.Uses++
+				return Lease[T]{e, gen}, true, nil
+			}
+			r = recycleFailed(ctx, err)
+		}
+		p.localFailed(ctx, e, r)
+		if r == checkCanceled || (r != checkAged && ctx.Err() != nil) {
+			return Lease[T]{}, true, p.ctxFail(ctx)
+		}
+	} else {
+		p.counters.stale.Add(1)
+	}
+	return Lease[T]{}, false, nil
 }
 
 // localFailed handles an object claimed through a local hint that failed

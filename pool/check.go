@@ -108,7 +108,7 @@ func (p *Pool[T]) check(ctx context.Context, e *entry[T]) int {
 func (p *Pool[T]) recycle(ctx context.Context, e *entry[T]) int {
 	armed := true
 	defer e.closeIfPanicked(&armed, reasonRecycle)
-	err := p.mgr.Recycle(ctx, e.value, e.m)
+	err := p.rec.Recycle(ctx, e.value, e.m)
 	armed = false
 	if err != nil {
 		return recycleFailed(ctx, err)

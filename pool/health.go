@@ -111,7 +111,7 @@ func (p *Pool[T]) healthCheck(e *entry[T]) {
 	defer func() { _ = recover() }()
 	armed := true
 	defer e.healthPanicked(&armed)
-	err := p.mgr.Recycle(ctx, e.value, e.m)
+	err := p.rec.Recycle(ctx, e.value, e.m)
 	armed = false
 	p.checking.Add(-1)
 	if err != nil && (p.ctx.Err() == nil || errors.Is(err, manager.ErrBroken)) {

@@ -21,25 +21,25 @@ func (p *Pool[T]) setHooks() {
 	}
 	p.state.Store(bits)
 	if d := p.cfg.CheckTimeout; d > 0 {
-		p.mgr = boundedRecycle[T]{p.mgr, d}
+		p.rec = boundedRecycle[T]{p.rec, d}
 	}
 }
 
-// boundedRecycle is the pool's manager when Config.CheckTimeout is set: every
-// Recycle (acquire path or health check) runs under its caller's context
-// further bounded by d. Wrapping the manager keeps check, on the hot path,
-// as it is. A Recycle cut by d fails while the acquirer's context is still
+// boundedRecycle is the pool's recycler when Config.CheckTimeout is set:
+// every Recycle (acquire path or health check) runs under its caller's
+// context further bounded by d. Wrapping the recycler keeps check, on the
+// hot path, as it is. A Recycle cut by d fails while the acquirer's context is still
 // live, so check closes the object; one cut by the acquirer's context is the
 // caller's cancellation (checkCanceled).
 type boundedRecycle[T any] struct {
-	manager.Manager[T]
+	r recycler[T]
 	d time.Duration
 }
 
 func (b boundedRecycle[T]) Recycle(ctx context.Context, obj T, m manager.Metrics) error {
 	ctx, cancel := context.WithTimeout(ctx, b.d)
 	defer cancel()
-	return b.Manager.Recycle(ctx, obj, m)
+	return b.r.Recycle(ctx, obj, m)
 }
 
 // idleAtLeast reports whether at least n objects are idle (for MaxIdle): a

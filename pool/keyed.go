@@ -290,12 +290,36 @@ func (k *Keyed[K, T]) drop(m *keyMember[K, T]) {
 // waits. The lease is a [Lease] like any other. After Close, Acquire returns
 // [ErrClosed]. A nil ctx panics.
 func (k *Keyed[K, T]) Acquire(ctx context.Context, key K) (Lease[T], error) {
-	if p := k.member(key); p != nil {
-		l, err := p.Acquire(ctx)
-		if err == nil {
-			return l, nil
+	// The hot path (DESIGN.md, "Keyed pools"): one pinned section finds
+	// this P's last key and pops a hint from its pool's stack for this P;
+	// acquireHinted is Pool.Acquire's fast path from there. ctx is looked
+	// at first, as there.
+	if ctx != nil && ctx.Err() == nil {
+		var p *Pool[T]
+		var e *entry[T]
+		if pid := procPin(); uint(pid) < uint(len(k.hot)) {
+			if h := &k.hot[pid]; h.p != nil && h.key == key {
+				if s := h.p.state.Load(); s&closedBit == 0 {
+					p = h.p
+					if s&(acqHookBit|waiterMask) == 0 {
+						e, _ = p.local.Load().Stack(pid).Pop()
+					}
+				}
+			}
 		}
-		return k.acquireAgain(ctx, key, p, err)
+		procUnpin()
+		if e != nil {
+			if l, done, err := p.acquireHinted(ctx, e); done {
+				return l, err
+			}
+		}
+		if p != nil {
+			l, err := p.Acquire(ctx)
+			if err == nil {
+				return l, nil
+			}
+			return k.acquireAgain(ctx, key, p, err)
+		}
 	}
 	return k.acquireAgain(ctx, key, nil, nil)
 }
@@ -308,7 +332,7 @@ func (k *Keyed[K, T]) Acquire(ctx context.Context, key K) (Lease[T], error) {
 //
 //go:noinline
 func (k *Keyed[K, T]) acquireAgain(ctx context.Context, key K, p *Pool[T], err error) (Lease[T], error) {
-	if p == nil && ctx == nil { // before the key's state is made
+	if ctx == nil { // before the key's state is made
 		panic("pool: Acquire: nil Context")
 	}
 	for p == nil || (err == ErrClosed && !k.closed.Load()) {

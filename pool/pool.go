@@ -38,13 +38,14 @@ type Pool[T any] struct {
 	// A key's pool of a Keyed starts with an empty one that holds nothing
 	// and gets its own once it is in steady use (see keyMember.scanned).
 	local    atomic.Pointer[shard.Local[*entry[T]]]
-	mgr      manager.Manager[T]
-	recycles bool  // mgr has a Recycle to call (it does not skip it: manager.RecycleSkipper)
+	rec      recycler[T] // the manager's Recycle (see recycler)
+	recycles bool        // the manager has a Recycle to call (it does not skip it: manager.RecycleSkipper)
 	expiry   bool  // MaxLifetime, MaxIdleTime or MaxUses is set
 	maxIdle  int64 // cfg.MaxIdleTime in ns
 	maxUses  uint64
 
 	// Read-only after New.
+	mgr      manager.Manager[T]
 	relCheck manager.ReleaseChecker[T] // mgr, if it implements ReleaseChecker
 	cfg      *Config                   // a key's pools of a Keyed share one
 	start    time.Time                 // monotonic origin of the clock
@@ -158,6 +159,14 @@ func (p *Pool[T]) publishClock() *tick {
 	t := &tick{ns: int64(now), at: p.start.Add(now)}
 	p.clock.Store(t)
 	return t
+}
+
+// recycler is what a pool calls Recycle on: its manager, or, for a keyed
+// pool's key, the keyed manager itself (whose Recycle has the same
+// signature), so that a check costs one call of the manager's and no
+// copy of the Metrics more; wrapped when CheckTimeout is set.
+type recycler[T any] interface {
+	Recycle(ctx context.Context, obj T, m manager.Metrics) error
 }
 
 // xbox holds one exchange so that it can be swapped atomically.
@@ -297,6 +306,10 @@ func build[T any](m manager.Manager[T], cfg *Config, opt any, start time.Time, r
 		p.local.Store(sh.local)
 		p.xch.Store(sh.xch)
 		p.waiters = &sh.waiters
+	}
+	p.rec = m
+	if r, ok := opt.(recycler[T]); ok {
+		p.rec = r // a keyed pool's manager, called without going through its key's
 	}
 	p.relCheck, _ = opt.(manager.ReleaseChecker[T])
 	skip, _ := opt.(manager.RecycleSkipper)
