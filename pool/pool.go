@@ -40,8 +40,8 @@ type Pool[T any] struct {
 	local    atomic.Pointer[shard.Local[*entry[T]]]
 	rec      recycler[T] // the manager's Recycle (see recycler)
 	recycles bool        // the manager has a Recycle to call (it does not skip it: manager.RecycleSkipper)
-	expiry   bool  // MaxLifetime, MaxIdleTime or MaxUses is set
-	maxIdle  int64 // cfg.MaxIdleTime in ns
+	expiry   bool        // MaxLifetime, MaxIdleTime or MaxUses is set
+	maxIdle  int64       // cfg.MaxIdleTime in ns
 	maxUses  uint64
 
 	// Read-only after New.
