@@ -31,13 +31,13 @@ func ReadmeHeadline(w io.Writer, f results.File, opt Options) {
 	}
 	fmt.Fprintf(w, "Measured on %d logical CPUs (%s), GOMAXPROCS %d, %s, %s, %s;\n",
 		m.Cores, m.CPU, m.GOMAXPROCS, m.GoVersion, m.Date, at)
-	fmt.Fprintf(w, "generated from `%s`. Every group, the method and what is not claimed are in\n[docs/BENCHMARKS.md](docs/BENCHMARKS.md).\n", opt.In)
+	fmt.Fprintf(w, "generated from `%s`.\n", opt.In)
 	if !f.OneCommit() {
 		fmt.Fprintf(w, "\n> **Mixed results**: these figures come from %d runs at %d commits, not one measurement of one commit; docs/BENCHMARKS.md lists them.\n",
 			len(f.Sources()), len(f.Commits()))
 	}
 	fmt.Fprintln(w)
-	writeHeadline(w, f, "docs/"+ChartDir+"/")
+	readmeHeadline(w, f, "docs/"+ChartDir+"/")
 }
 
 // SpliceReadme returns readme with the block between the markers replaced by
