@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,9 +51,10 @@ import (
 // (5 ms to 10 s).
 //
 // The budget works on keys, not waiters: a key whose waiters could use
-// room is in one of two lists, in the order its need arose — starving (no
-// object) or wanting (objects, under its own limit) — and every decision
-// walks at most a few keys at the head of a list. Idle objects to evict are
+// room is in one of three lists, in the order its need arose — starving
+// (no object), hungry (more waiters than objects, under its own limit) or
+// wanting (the other keys with waiters under their own limit) — and every
+// decision walks at most a few keys at the head of a list. Idle objects to evict are
 // looked for among a sample of keys (see Keyed.victim).
 //
 // Lock order: a key's mu, then its smu, then budget.mu; budget.mu is never
@@ -63,7 +65,8 @@ type budget[K comparable, T any] struct {
 	used     int64            // global slots held: the keys' live counts summed
 	waiting  int64            // waiters of every key (the keys' waiting summed)
 	starving memberList[K, T] // keys with waiters and no object
-	wanting  memberList[K, T] // keys with waiters and objects, under their own limit
+	hungry   memberList[K, T] // keys with objects and more waiters, under their own limit
+	wanting  memberList[K, T] // the other keys with waiters and objects, under their own limit
 	// nStarving mirrors starving.n for yield's look without the lock.
 	nStarving atomic.Int64
 	// connect is the average duration of the keyed pool's connects, in
@@ -146,24 +149,20 @@ func (b *budget[K, T]) connected(d time.Duration) {
 }
 
 // place puts m in the list its state calls for, given its live count —
-// starving (waiters, no object), wanting (waiters and objects, under its
-// own limit) or none — and keeps when m became hungry (more waiters than
-// objects). Called with mu held after any change to m's waiting or live
-// (the changes of live each call it: take, freed, granted), so that the
-// last placement sees the last change.
+// starving (waiters, no object), hungry (more waiters than objects, under
+// its own limit), wanting (waiters and objects, under its own limit) or
+// none — and keeps when it joined it (since). Called with mu held after any
+// change to m's waiting or live (the changes of live each call it: take,
+// freed, granted), so that the last placement sees the last change.
 func (b *budget[K, T]) place(m *keyMember[K, T], live int64) {
 	var l *memberList[K, T]
-	switch {
+	switch under := live < m.p.maxSize.Load(); {
 	case m.waiting > 0 && live == 0:
 		l = &b.starving
-	case m.waiting > 0 && live < m.p.maxSize.Load():
+	case m.waiting > live && under:
+		l = &b.hungry
+	case m.waiting > 0 && under:
 		l = &b.wanting
-	}
-	switch hungry := l == &b.wanting && m.waiting > live; {
-	case !hungry:
-		m.hungry = 0
-	case m.hungry == 0:
-		m.hungry = max(b.now(), 1)
 	}
 	if l == m.list {
 		return
@@ -189,19 +188,20 @@ func (b *budget[K, T]) need(m *keyMember[K, T]) int64 {
 // hungryFor reports whether m has had more waiters than objects for bound
 // at least (now, on the list's clock). Called with mu held.
 func (b *budget[K, T]) hungryFor(m *keyMember[K, T], now int64) bool {
-	return m.hungry != 0 && now-m.hungry >= b.bound()
+	return m.list == &b.hungry && now-m.since >= b.bound()
 }
 
-// pick returns the starving key room goes to next, other than except, or
-// nil: among the first pickWindow with no room coming, the one with the
+// pick returns the starving key room goes to next, or nil: among the
+// first pickWindow with no room coming (and not in skip), the one with the
 // most waiters (the earliest among equals), unless the first has starved
 // for bound already. Called with mu held.
-func (b *budget[K, T]) pick(except *keyMember[K, T]) *keyMember[K, T] {
+func (b *budget[K, T]) pick(skip ...*keyMember[K, T]) *keyMember[K, T] {
 	var best *keyMember[K, T]
 	now := int64(-1)
 	i := 0
 	for m := b.starving.head; m != nil && i < pickWindow; m = m.next {
-		if m == except || m.coming > 0 {
+		i++
+		if m.coming > 0 || slices.Contains(skip, m) {
 			continue
 		}
 		if best == nil {
@@ -215,55 +215,41 @@ func (b *budget[K, T]) pick(except *keyMember[K, T]) *keyMember[K, T] {
 		if best == nil || m.waiting > best.waiting {
 			best = m
 		}
-		i++
 	}
 	return best
 }
 
 // target returns the key a freed slot goes to: to, the key an eviction
 // was for, if it still needs room; else the starving key pick chooses;
-// else the first wanting key with a need; nil if none (the slot is free).
+// else the first hungry key, then the first wanting key, with a need; nil
+// if none (the slot is free).
 // tried are keys that could not use it this time. Called with mu held.
 func (b *budget[K, T]) target(to *keyMember[K, T], tried []*keyMember[K, T]) *keyMember[K, T] {
-	skip := func(m *keyMember[K, T]) bool {
-		for _, t := range tried {
-			if t == m {
-				return true
-			}
-		}
-		return false
-	}
-	if to != nil && !skip(to) && b.wants(to) {
+	if to != nil && !slices.Contains(tried, to) && b.wants(to) {
 		return to
 	}
-	var best *keyMember[K, T]
-	i := 0
-	for m := b.starving.head; m != nil && i < pickWindow; m = m.next {
-		if !skip(m) && m.coming == 0 && (best == nil || m.waiting > best.waiting) {
-			best = m
-		}
-		i++
+	if m := b.pick(tried...); m != nil {
+		return m
 	}
-	if best != nil {
-		return best
-	}
-	i = 0
-	for m := b.wanting.head; m != nil && i < walkLimit; m = m.next {
-		if !skip(m) && b.need(m) > 0 {
-			return m
+	for _, l := range [...]*memberList[K, T]{&b.hungry, &b.wanting} {
+		i := 0
+		for m := l.head; m != nil && i < walkLimit; m = m.next {
+			i++
+			if !slices.Contains(tried, m) && b.need(m) > 0 {
+				return m
+			}
 		}
-		i++
 	}
 	return nil
 }
 
 // wants reports whether m can use a slot now: starving with nothing
-// coming, or wanting with a need. Called with mu held.
+// coming, or hungry or wanting with a need. Called with mu held.
 func (b *budget[K, T]) wants(m *keyMember[K, T]) bool {
 	switch m.list {
 	case &b.starving:
 		return m.coming == 0
-	case &b.wanting:
+	case &b.hungry, &b.wanting:
 		return b.need(m) > 0
 	}
 	return false
@@ -275,30 +261,31 @@ func (b *budget[K, T]) wants(m *keyMember[K, T]) bool {
 // was for (nil: none). Called with mu held; returns with it released.
 func (b *budget[K, T]) give(to *keyMember[K, T]) {
 	var tried [4]*keyMember[K, T]
-	for n := 0; ; n++ {
-		t := b.target(to, tried[:min(n, len(tried))])
-		if t == nil || n > len(tried) {
+	n := 0
+	for {
+		t := b.target(to, tried[:n])
+		if t == nil || n == len(tried) {
 			b.used--
 			checkSlotCounts(b.used, 0, 0)
-			b.mu.Unlock()
-			return
+			break
 		}
 		t.coming++
 		b.mu.Unlock()
 		ok := t.p.granted()
-		if !ok {
-			t.dropIfEmpty() // granted raised its live for a moment: see drop
-		}
 		b.mu.Lock()
 		t.coming--
 		b.place(t, t.p.live.Load())
 		if ok {
-			b.mu.Unlock()
-			return
+			break
 		}
-		if n < len(tried) {
-			tried[n] = t
-		}
+		tried[n] = t
+		n++
+	}
+	b.mu.Unlock()
+	// granted raised their live for a moment, and coming kept them: a key
+	// that could not use the slot may be empty now (see Keyed.drop).
+	for _, t := range tried[:n] {
+		t.dropIfEmpty()
 	}
 }
 
@@ -322,7 +309,7 @@ func (b *budget[K, T]) figures() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return fmt.Sprintf("all keys: live=%d of MaxSize=%d waiting=%d, %d keys with no object waited for, %d wanting more",
-		b.used, b.max, b.waiting, b.starving.n, b.wanting.n)
+		b.used, b.max, b.waiting, b.starving.n, b.hungry.n+b.wanting.n)
 }
 
 // keyMember is one key's pool of a Keyed and what the budget knows of it:
@@ -343,10 +330,9 @@ type keyMember[K comparable, T any] struct {
 	scans atomic.Int64
 
 	// Guarded by budget.mu.
-	waiting    int64 // waiters queued in p
+	waiting    int64 // waiters queued in p that take a slot (see waiter.objOnly)
 	coming     int64 // room on its way to p: evictions for it, slots handed to it
 	since      int64 // when it joined its list (budget.now)
-	hungry     int64 // when it came to have more waiters than objects (budget.now), or 0
 	list       *memberList[K, T]
 	prev, next *keyMember[K, T]
 }
@@ -359,7 +345,7 @@ func (m *keyMember[K, T]) take(p *Pool[T]) bool {
 		return false
 	}
 	// Free room goes to a starving key first.
-	if s := b.pick(nil); s != nil && s != m {
+	if s := b.pick(); s != nil && s != m {
 		return false
 	}
 	b.used++
@@ -383,22 +369,41 @@ func (m *keyMember[K, T]) freed(p *Pool[T], to *Pool[T]) {
 	}
 	b.give(tm)
 	m.dropIfEmpty()
+	if tm != nil {
+		tm.dropIfEmpty() // the caller the room came for may have gone
+	}
 }
 
-func (m *keyMember[K, T]) want(*waiter[T]) {
+// want, unwant and resumed count p's waiters, and among them those that
+// take a slot: a waiter backing off after a failed connect (objOnly) takes
+// released objects only, so room handed to its key would find nobody to
+// connect with it, and its key asks for none while all its waiters back
+// off. Called under p's mu, which guards objOnly's writes.
+func (m *keyMember[K, T]) want(w *waiter[T]) {
+	m.count(1, !w.objOnly.Load())
+}
+
+func (m *keyMember[K, T]) unwant(w *waiter[T]) {
+	m.count(-1, !w.objOnly.Load())
+}
+
+func (m *keyMember[K, T]) resumed(*waiter[T]) {
 	b := &m.k.b
 	b.mu.Lock()
 	m.waiting++
-	b.waiting++
 	b.place(m, m.p.live.Load())
 	b.mu.Unlock()
 }
 
-func (m *keyMember[K, T]) unwant(*waiter[T]) {
+// count adds delta to the budget's waiters, and to m's if they take a
+// slot.
+func (m *keyMember[K, T]) count(delta int64, slot bool) {
 	b := &m.k.b
 	b.mu.Lock()
-	m.waiting--
-	b.waiting--
+	b.waiting += delta
+	if slot {
+		m.waiting += delta
+	}
 	b.place(m, m.p.live.Load())
 	b.mu.Unlock()
 }
@@ -428,7 +433,9 @@ func (m *keyMember[K, T]) tryRoom(p *Pool[T]) {
 		minIdle, reason = b.surplusAge(), reasonEvictSurplus
 	}
 	b.mu.Lock()
-	ok := m.coming == 0 && b.used >= b.max
+	// coming keeps m's state while the close runs (see Keyed.drop), so
+	// that a retry sees the close under way and starts no other.
+	ok := m.coming == 0 && b.used >= b.max && p.state.Load()&closedBit == 0
 	if ok {
 		m.coming++
 	}
@@ -490,7 +497,9 @@ func (m *keyMember[K, T]) scanned(p *Pool[T]) {
 }
 
 func (m *keyMember[K, T]) poke(*Pool[T]) bool {
-	m.poked.Store(true)
+	if !m.poked.Swap(true) {
+		m.k.pokes.Add(1)
+	}
 	m.k.kickMaintainer()
 	return true
 }
@@ -498,7 +507,8 @@ func (m *keyMember[K, T]) poke(*Pool[T]) bool {
 func (m *keyMember[K, T]) describe() string { return m.k.b.figures() }
 
 // empty reports whether p has no object, no waiter and no call running:
-// its state can go.
+// its state can go, unless room is on its way to it (coming, which drop
+// looks at under the budget's mu).
 func (m *keyMember[K, T]) empty() bool {
 	p := m.p
 	return p.live.Load() == 0 && p.state.Load()&(waiterMask|closedBit) == 0 && m.calls.Load() == 0

@@ -30,7 +30,8 @@ type KeyedConfig struct {
 	// means MaxSize.
 	MaxSizePerKey int
 	// MinIdlePerKey is kept idle for each key that has state (see Keyed):
-	// within MaxSizePerKey, and only while no other key waits for room.
+	// within MaxSizePerKey, and only while no key that holds nothing waits
+	// for room.
 	MinIdlePerKey int
 	// MaxIdlePerKey bounds each key's idle objects (Config.MaxIdle); 0
 	// means no bound.
@@ -129,6 +130,7 @@ type Keyed[K comparable, T any] struct {
 	cancel context.CancelCauseFunc
 	clock  atomic.Pointer[tick] // the keys' clock, published by the maintainer
 	kick   chan struct{}        // wakes the maintainer: a poke, or room to look for (1-buffered)
+	pokes  atomic.Int64         // keys poked since the maintainer last looked
 
 	mu      sync.Mutex // guards members, past and the keys' additions and drops
 	members []*keyMember[K, T]
@@ -254,15 +256,17 @@ func (k *Keyed[K, T]) drop(m *keyMember[K, T]) {
 		return
 	}
 	p := m.p
-	// Under p's mu (no waiter queues meanwhile) and smu (no reserve raises
+	// Under p's mu (no waiter queues meanwhile), smu (no reserve raises
 	// live meanwhile; a reserve that raised it before sees the closed bit
-	// and gives the slot back, as with Close).
+	// and gives the slot back, as with Close) and the budget's mu.
 	p.mu.Lock()
 	p.smu.Lock()
-	empty := m.empty()
+	k.b.mu.Lock() // no room comes to it meanwhile (see tryRoom)
+	empty := m.empty() && m.coming == 0
 	if empty {
 		p.state.Or(closedBit)
 	}
+	k.b.mu.Unlock()
 	p.smu.Unlock()
 	p.mu.Unlock()
 	if !empty {
@@ -625,8 +629,12 @@ func (k *Keyed[K, T]) maintain() {
 	}
 }
 
-// eachPoked reaps the keys whose pool asked for a pass (Reset, a shrink).
+// eachPoked reaps the keys whose pool asked for a pass (Reset, a shrink),
+// if any did: a kick for room walks no key.
 func (k *Keyed[K, T]) eachPoked() {
+	if k.pokes.Swap(0) == 0 {
+		return
+	}
 	k.eachMember(func(m *keyMember[K, T]) {
 		if m.poked.Swap(false) {
 			m.p.reap()
@@ -635,8 +643,9 @@ func (k *Keyed[K, T]) eachPoked() {
 }
 
 // roomFor looks for room for m's waiters at the global cap (see budget):
-// the least recently used surplus object of a key nobody waits for, or,
-// once m has starved for bound, such an object idle for any time, or, once
+// for a key that holds nothing, the least recently used surplus object of
+// a key nobody waits for or an idle one of such a key that holds two or
+// more, and, once m has starved for bound, any such idle object; once
 // m has had more waiters than objects for bound, one idle for bound. It
 // reports false when m needs room and none was found: the maintainer looks
 // again (tendRoom).
@@ -657,7 +666,7 @@ func (k *Keyed[K, T]) roomFor(m *keyMember[K, T]) bool {
 				minIdle = 0
 			}
 		}
-	case m.list == &b.wanting && b.need(m) > 0:
+	case (m.list == &b.hungry || m.list == &b.wanting) && b.need(m) > 0:
 		// Its waiters found no object of its own (dispatch took those
 		// first): surplus objects are room nobody uses; once it has had
 		// more waiters than objects for bound, so are objects idle for
@@ -697,14 +706,20 @@ func (k *Keyed[K, T]) tendRoom() time.Duration {
 		b.pump()
 		return 0
 	}
-	for m := b.starving.head; m != nil && n < walkLimit; m = m.next {
+	// Each walk looks at a bounded number of keys from its list's head,
+	// the keys that have needed room longest.
+	i := 0
+	for m := b.starving.head; m != nil && i < walkLimit; m = m.next {
+		i++
 		if m.coming == 0 {
 			todo[n] = m
 			n++
 		}
 	}
-	for m := b.wanting.head; m != nil && n < len(todo); m = m.next {
-		if m.hungry != 0 && b.need(m) > 0 {
+	i = 0
+	for m := b.hungry.head; m != nil && i < walkLimit; m = m.next {
+		i++
+		if b.need(m) > 0 {
 			todo[n] = m
 			n++
 		}
@@ -730,7 +745,7 @@ func (k *Keyed[K, T]) tendRoom() time.Duration {
 // surplusAge counts as surplus); it reports whether it found one. The
 // slot, once the close returns, goes to m first.
 func (k *Keyed[K, T]) evictFor(m *keyMember[K, T], minIdle int64, reason int) bool {
-	e, q, idle := k.victim(m, minIdle)
+	e, q, idle := k.victim(m, minIdle, reason == reasonEvict)
 	if e == nil {
 		return false
 	}
@@ -747,10 +762,12 @@ const victimSample = 64
 
 // victim claims the least recently used idle object of a key other than m
 // that nobody waits for, idle at least minIdle (to the clock's resolution:
-// an object counts as idle since the tick of its release), among every key
-// or, past victimSample keys, that many drawn at random. It returns the
-// object, its pool and how long it was idle, or nil.
-func (k *Keyed[K, T]) victim(m *keyMember[K, T], minIdle int64) (*entry[T], *Pool[T], int64) {
+// an object counts as idle since the tick of its release) or, if spare,
+// held by a key that holds two objects or more (it can spare one: see
+// keyMember.yield), among every key or, past victimSample keys, that many
+// drawn at random. It returns the object, its pool and how long it was
+// idle, or nil.
+func (k *Keyed[K, T]) victim(m *keyMember[K, T], minIdle int64, spare bool) (*entry[T], *Pool[T], int64) {
 	var sample [victimSample]*keyMember[K, T]
 	k.mu.Lock()
 	n := len(k.members)
@@ -774,11 +791,15 @@ func (k *Keyed[K, T]) victim(m *keyMember[K, T], minIdle int64) (*entry[T], *Poo
 			if q == m || q.p.state.Load()&(waiterMask|closedBit) != 0 {
 				continue
 			}
+			least := minIdle
+			if spare && q.p.live.Load() >= 2 {
+				least = 0
+			}
 			q.p.reg.each(func(e *entry[T]) {
 				if e.state.Load()&1 != 0 {
 					return
 				}
-				if t := e.lastUsed.Load(); now-t >= minIdle && (best == nil || t < bestT) {
+				if t := e.lastUsed.Load(); now-t >= least && (best == nil || t < bestT) {
 					best, bestT = e, t
 				}
 			})

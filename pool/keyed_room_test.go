@@ -311,3 +311,116 @@ func TestKeyedKeyStatsCountFromTheKeysStateAndTheTotalsKeepThem(t *testing.T) {
 		require.Equal(t, uint64(2), k.Stats().Acquires, "the totals keep the dropped state's")
 	})
 }
+
+// A key that has starved for bound is served first, whatever its number of
+// waiters, when room comes back through closes only (MaxUses 1, Destroy):
+// two keys with two waiters each took every freed slot from a key with one,
+// which waited until its context ended.
+func TestKeyedStarvingKeyIsServedFirstOnceItHasStarvedForBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k, _ := roomKeyed(t, pool.KeyedConfig{MaxSize: 1, MaxUses: 1})
+		ctx, stop := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for _, key := range []string{"p", "p", "q", "q"} {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					if l, err := k.Acquire(ctx, key); err == nil {
+						time.Sleep(time.Millisecond)
+						l.Release() // MaxUses 1: closed, its slot freed
+					}
+				}
+			})
+		}
+		time.Sleep(5 * connectCost)
+		start := time.Now()
+		octx, cancel := context.WithTimeout(context.Background(), 100*connectCost)
+		defer cancel()
+		l, err := k.Acquire(octx, "old") // one waiter, against two of p's and q's
+		waited := time.Since(start)
+		stop()
+		wg.Wait()
+		require.NoError(t, err, "the key with one waiter was passed over")
+		l.Release()
+		// bound, then the use and the close of the object in hand, then
+		// its own connect.
+		require.LessOrEqual(t, waited, 3*connectCost, "the key with one waiter waited %v", waited)
+	})
+}
+
+// A key whose waiters all back off after failed connects asks for no room:
+// free room goes to the keys that can connect with it (a TryAcquire or a
+// Warm of another key found the budget held for the key backing off).
+func TestKeyedKeyBackingOffAfterFailedConnectsLeavesFreeRoomToOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k, m := roomKeyed(t, pool.KeyedConfig{MaxSize: 4, AcquireTimeout: 300 * connectCost})
+		m.connect = func(_ context.Context, key string) error {
+			if key == "down" {
+				return errFake
+			}
+			time.Sleep(connectCost)
+			return nil
+		}
+		down := make(chan error, 1)
+		go func() {
+			_, err := k.Acquire(context.Background(), "down") // retries its connect
+			down <- err
+		}()
+		time.Sleep(5 * connectCost)
+		_, err := k.TryAcquire(context.Background(), "up") // starts a connect
+		require.ErrorIs(t, err, pool.ErrExhausted)
+		time.Sleep(2 * connectCost)
+		l, err := k.TryAcquire(context.Background(), "up")
+		require.NoError(t, err, "free room went unused while another key backed off")
+		l.Release()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*connectCost)
+		defer cancel()
+		require.NoError(t, k.Warm(ctx, "up2"))
+		require.ErrorIs(t, <-down, pool.ErrTimeout)
+	})
+}
+
+// TryAcquire of a key that holds nothing, at the cap, closes one idle
+// object of another key for it, and no other while that close runs: its
+// retries do not close one object each.
+func TestKeyedTryAcquireClosesOneObjectForItsKeyAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k, m := roomKeyed(t, pool.KeyedConfig{MaxSize: 4})
+		for _, key := range []string{"a", "b", "c", "d"} {
+			kacquire(t, k, key).Release()
+		}
+		m.close = func(string) { time.Sleep(5 * connectCost) }
+		time.Sleep(10 * connectCost) // every object is surplus
+		for range 5 {
+			_, err := k.TryAcquire(context.Background(), "new")
+			require.ErrorIs(t, err, pool.ErrExhausted)
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(10 * connectCost) // the closes end
+		require.Equal(t, uint64(1), evictions(k.Stats()), "one close for the key's room")
+		require.Len(t, m.closedKeys(), 1)
+	})
+}
+
+// A key that holds nothing takes an idle object of a key holding two or
+// more (one it can spare) without waiting for bound, whichever way that
+// object was released: a release on the fast path (no waiter on its key)
+// left it waiting for bound.
+func TestKeyedStarvingKeyTakesAnObjectAKeyCanSpareWithoutWaitingBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k, _ := roomKeyed(t, pool.KeyedConfig{MaxSize: 2})
+		a1, a2 := kacquire(t, k, "a"), kacquire(t, k, "a")
+		a1.Release()
+		a2.Release()
+		a1, a2 = kacquire(t, k, "a"), kacquire(t, k, "a") // stamped with this tick: a1's release takes the fast path
+		start := time.Now()
+		got := acquireLater(t, k, "b")
+		synctest.Wait()
+		a1.Release()
+		b := <-got
+		waited := time.Since(start)
+		require.Less(t, waited, 2*connectCost, "b waited %v: bound, then its connect", waited)
+		require.Equal(t, uint64(1), k.Stats().ClosedBy[pool.CloseEvict])
+		b.Release()
+		a2.Release()
+	})
+}

@@ -33,6 +33,8 @@ type keyedMgr struct {
 	max, maxPerKey int
 	// connect, if set, runs first in Connect; an error fails it.
 	connect func(ctx context.Context, key string) error
+	// close, if set, runs first in Close.
+	close func(key string)
 
 	mu       sync.Mutex
 	open     map[string]int
@@ -77,6 +79,9 @@ func (m *keyedMgr) Recycle(_ context.Context, o *kobj, _ manager.Metrics) error 
 }
 
 func (m *keyedMgr) Close(o *kobj) error {
+	if m.close != nil {
+		m.close(o.key)
+	}
 	if o.closed.Swap(true) {
 		m.problem("object closed twice")
 	}

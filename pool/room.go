@@ -19,9 +19,11 @@ type room[T any] interface {
 	// closed the object for (see Pool.evict).
 	freed(p *Pool[T], to *Pool[T])
 	// want and unwant follow a waiter into and out of p's queue, under p's
-	// mu.
+	// mu; resumed follows a queued waiter that backed off after a failed
+	// connect (waiter.objOnly) as it takes slots again, under p's mu.
 	want(w *waiter[T])
 	unwant(w *waiter[T])
+	resumed(w *waiter[T])
 	// makeRoom follows a dispatch of p that found waiters but no slot
 	// (the global cap, not p's own).
 	makeRoom(p *Pool[T])
@@ -57,6 +59,7 @@ func (solo[T]) refused(*Pool[T])               {}
 func (solo[T]) freed(*Pool[T], *Pool[T])       {}
 func (solo[T]) want(*waiter[T])                {}
 func (solo[T]) unwant(*waiter[T])              {}
+func (solo[T]) resumed(*waiter[T])             {}
 func (solo[T]) makeRoom(*Pool[T])              {}
 func (solo[T]) tryRoom(*Pool[T])               {}
 func (solo[T]) yield(*Pool[T]) (*Pool[T], int) { return nil, 0 }

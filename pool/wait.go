@@ -374,6 +374,9 @@ func (p *Pool[T]) await(ctx context.Context, w *waiter[T], pause <-chan time.Tim
 		case <-pause:
 			pause = nil
 			p.mu.Lock()
+			if w.queued && w.objOnly.Load() {
+				p.rm.resumed(w)
+			}
 			w.objOnly.Store(false)
 			p.mu.Unlock()
 			p.dispatch()
