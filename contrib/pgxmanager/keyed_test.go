@@ -530,7 +530,7 @@ func TestKeysPoolIsClosedOnlyWithItsKeyedPool(t *testing.T) {
 	assert.Zero(t, kp.Pool().Len(), "no key has state")
 }
 
-// A DB's PrepareConn refusals are bounded by the key's MaxSizePerKey, not by
+// A key's Pool's PrepareConn refusals are bounded by the key's MaxSizePerKey, not by
 // the key's figures of the moment: a refused connection is destroyed, and a
 // key whose only connection was destroyed has no state left (its figures
 // are zero). The call retries on new connections, as pgxpool does, until one
