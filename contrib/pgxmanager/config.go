@@ -15,18 +15,17 @@ import (
 )
 
 // pgxpool's defaults, which Open and OpenConfig give the zero fields of the
-// pool's configuration (PoolConfig.Pool). DefaultMaxSize is a function:
-// max(4, runtime.NumCPU()).
+// pool's configuration (PoolConfig.Pool), and OpenKeyed a KeyedPool's (see
+// PoolConfig, where the docs give the values).
 const (
-	DefaultMaxLifetime       = time.Hour
-	DefaultMaxIdleTime       = 30 * time.Minute
-	DefaultHealthCheckPeriod = time.Minute
+	defaultMaxLifetime       = time.Hour
+	defaultMaxIdleTime       = 30 * time.Minute
+	defaultHealthCheckPeriod = time.Minute
 )
 
-// DefaultMaxSize returns the MaxSize that Open and OpenConfig give a zero
-// PoolConfig.Pool.MaxSize: the greater of 4 and runtime.NumCPU(), as
-// pgxpool's MaxConns.
-func DefaultMaxSize() int { return max(4, runtime.NumCPU()) }
+// defaultMaxSize is pgxpool's MaxConns default, which a zero
+// PoolConfig.Pool.MaxSize gets.
+func defaultMaxSize() int { return max(4, runtime.NumCPU()) }
 
 // Options are the facade's own settings: they act on acquires and queries
 // made through a Pool, not on the connections' lives.
@@ -56,17 +55,36 @@ type Options struct {
 // pgxpool.Config holds them (cfg.ConnConfig, cfg.AfterConnect, cfg.PrepareConn
 // read as they do there; pgxpool's MaxConns is cfg.Pool.MaxSize).
 //
-// In Pool, a zero field means pgxpool's default for MaxSize
-// (DefaultMaxSize), MaxLifetime (DefaultMaxLifetime), MaxIdleTime
-// (DefaultMaxIdleTime) and HealthCheckPeriod (DefaultHealthCheckPeriod),
-// and pool.Config's default for the others; a negative MaxLifetime,
-// MaxIdleTime or HealthCheckPeriod means none (no lifetime limit, no idle
-// limit, no background health checks).
+// In Pool, a zero field means pgxpool's default for MaxSize (the greater
+// of 4 and runtime.NumCPU()), MaxLifetime (1 h), MaxIdleTime (30 min) and
+// HealthCheckPeriod (1 min), and pool.Config's default for the others; a
+// negative MaxLifetime, MaxIdleTime or HealthCheckPeriod means none (no
+// lifetime limit, no idle limit, no background health checks).
+//
+// A PoolConfig from ParsePoolConfig or Pool.Config shows these three as
+// pgxpool.Config would: a 0 there that the connection string gave (or that
+// Config reports for a pool without that limit) keeps pgxpool's meaning as
+// long as it is left 0: no lifetime limit, no idle connection kept beyond
+// MinIdle, no health checks. Any other 0 is a default.
 type PoolConfig struct {
 	Config
 	Options
 	Pool pool.Config
+
+	// zeros are the fields of Pool whose 0 is pgxpool's, not a default.
+	zeros pgxZeros
 }
+
+// pgxZeros is a set of fields of a PoolConfig's Pool whose 0 has pgxpool's
+// meaning: those ParsePoolConfig read as 0 from the connection string, and
+// those Pool.Config reports as 0 for a pool without that limit.
+type pgxZeros uint8
+
+const (
+	zeroLifetime    pgxZeros = 1 << iota // MaxLifetime: no lifetime limit
+	zeroIdleTime                         // MaxIdleTime: no idle connection kept beyond MinIdle
+	zeroHealthCheck                      // HealthCheckPeriod: no health checks
+)
 
 // Copy returns a copy of c whose ConnConfig is a copy too (pgx.ConnConfig's
 // Copy: the TLS configuration is shared).
@@ -86,29 +104,18 @@ func (c *PoolConfig) ConnString() string {
 	return c.ConnConfig.ConnString()
 }
 
-// ParseConfig parses a connection string (URL or keyword/value, as
-// pgx.ParseConfig) into a Manager's Config with the defaults. pgxpool's pool
-// parameters (see ParsePoolConfig) are checked and removed from the
-// parameters sent to the server; their values are ParsePoolConfig's.
-func ParseConfig(connString string) (Config, error) {
-	cfg, err := ParsePoolConfig(connString)
-	if err != nil {
-		return Config{}, err
-	}
-	return cfg.Config, nil
-}
-
 // ParsePoolConfig parses a connection string as pgxpool.ParseConfig does:
 // pgx.ParseConfig's parameters, plus pgxpool's pool parameters, which it
 // removes from the run-time parameters sent to the server (PostgreSQL
 // refuses a connection that sets a parameter it does not know):
 //
-//   - pool_max_conns: integer > 0: Pool.MaxSize (default DefaultMaxSize()).
+//   - pool_max_conns: integer > 0: Pool.MaxSize (default the greater of 4
+//     and runtime.NumCPU()).
 //   - pool_min_conns, pool_min_idle_conns: integers >= 0: Pool.MinIdle is
 //     the greater of the two (the pool keeps that many connections idle,
 //     which also keeps that many open).
-//   - pool_max_conn_lifetime: duration: a connection's lifetime (default
-//     DefaultMaxLifetime; 0: none).
+//   - pool_max_conn_lifetime: duration: a connection's lifetime (default 1
+//     h; 0: none).
 //   - pool_max_conn_lifetime_jitter: duration (default 0): pgxpool closes a
 //     connection at a random moment up to this long after its lifetime;
 //     pool.Config takes its jitter off within MaxLifetime, so the pair maps
@@ -116,23 +123,26 @@ func ParseConfig(connString string) (Config, error) {
 //     jitter, which gives the same lifetimes. A program that sets
 //     Pool.MaxLifetime itself sets LifetimeJitter with it (Open does: see
 //     Open).
-//   - pool_max_conn_idle_time: duration: Pool.MaxIdleTime (default
-//     DefaultMaxIdleTime; 0, as in pgxpool, keeps no idle connection beyond
-//     MinIdle: the smallest positive limit).
+//   - pool_max_conn_idle_time: duration: Pool.MaxIdleTime (default 30 min;
+//     0, as in pgxpool, keeps no idle connection beyond MinIdle).
 //   - pool_health_check_period: duration: Pool.HealthCheckPeriod (default
-//     DefaultHealthCheckPeriod; 0: none).
-//   - pool_ping_timeout: duration: Config.PingTimeout (0: the default,
-//     DefaultPingTimeout: a ping here always has a bound).
+//     1 min; 0: none).
+//   - pool_ping_timeout: duration: Config.PingTimeout (0: the default, 5 s:
+//     a ping here always has a bound).
 //
 // Durations are time.ParseDuration's ("90s", "1h30m"); integers are
-// decimal and fit in 32 bits. A value that does not parse, or is out of
-// range, is an error naming the parameter that matches pool.ErrInvalidConfig
-// (and is a *pgconn.ParseConfigError, as pgxpool's). A "none" is stored as a
-// negative duration (see PoolConfig).
+// decimal and fit in 32 bits. A 0 of pool_max_conn_lifetime,
+// pool_max_conn_idle_time or pool_health_check_period is stored as 0, as
+// pgxpool stores it, and keeps pgxpool's meaning (see PoolConfig).
+//
+// A connection string that does not parse is an error that matches
+// ErrInvalidConfig and pool.ErrInvalidConfig and is a
+// *pgconn.ParseConfigError, as pgxpool's; so is a pool_* value that does
+// not parse or is out of range, whose error names the parameter.
 func ParsePoolConfig(connString string) (*PoolConfig, error) {
 	cc, err := pgx.ParseConfig(connString)
 	if err != nil {
-		return nil, err
+		return nil, configError{err}
 	}
 	cfg := &PoolConfig{Config: Config{ConnConfig: cc}}
 	d := dsnParams{conn: connString, params: cc.RuntimeParams}
@@ -171,30 +181,33 @@ func ParsePoolConfig(connString string) (*PoolConfig, error) {
 	}
 
 	p := &cfg.Pool
-	p.MaxSize = DefaultMaxSize()
+	p.MaxSize = defaultMaxSize()
 	if okMax {
 		p.MaxSize = maxConns
 	}
 	p.MinIdle = max(minConns, minIdle)
-	p.MaxLifetime = DefaultMaxLifetime
+	p.MaxLifetime = defaultMaxLifetime
 	if okLife {
 		p.MaxLifetime = lifetime
 	}
 	if p.MaxLifetime == 0 {
-		p.MaxLifetime = -1 // none; the jitter means nothing then
+		cfg.zeros |= zeroLifetime // none; the jitter means nothing then
 	} else {
 		p.MaxLifetime += jitter
 		p.LifetimeJitter = jitter
 	}
-	p.MaxIdleTime = DefaultMaxIdleTime
+	p.MaxIdleTime = defaultMaxIdleTime
 	if okIdle {
-		p.MaxIdleTime = max(idle, time.Nanosecond)
+		p.MaxIdleTime = idle
+		if idle == 0 {
+			cfg.zeros |= zeroIdleTime
+		}
 	}
-	p.HealthCheckPeriod = DefaultHealthCheckPeriod
+	p.HealthCheckPeriod = defaultHealthCheckPeriod
 	if okHealth {
 		p.HealthCheckPeriod = health
 		if health == 0 {
-			p.HealthCheckPeriod = -1
+			cfg.zeros |= zeroHealthCheck
 		}
 	}
 	cfg.PingTimeout = pingTimeout
@@ -225,7 +238,7 @@ func (d dsnParams) take(name string) (string, bool) {
 }
 
 func (d dsnParams) fail(name, what string, err error) error {
-	return pgconn.NewParseConfigError(d.conn, what+" "+name, fmt.Errorf("%w: %s: %w", pool.ErrInvalidConfig, name, err))
+	return pgconn.NewParseConfigError(d.conn, what+" "+name, fmt.Errorf("%w: %s: %w", ErrInvalidConfig, name, err))
 }
 
 // int parses the integer parameter name, which must be at least least.
@@ -260,32 +273,68 @@ func (d dsnParams) duration(name string) (time.Duration, bool, error) {
 	return v, true, nil
 }
 
+// opened returns c's Pool as OpenConfig opens it, in PoolConfig's terms:
+// pgxpool's zeros (c.zeros) as the values that mean the same here (a
+// negative lifetime and period for none, the smallest idle limit), then
+// pgxpool's defaults in the other zero fields; and the zeros it used.
+func (c *PoolConfig) opened() (pool.Config, pgxZeros) {
+	pc, z := c.Pool, pgxZeros(0)
+	zero := func(d *time.Duration, bit pgxZeros, v time.Duration) {
+		if *d == 0 && c.zeros&bit != 0 {
+			*d, z = v, z|bit
+		}
+	}
+	zero(&pc.MaxLifetime, zeroLifetime, -1)
+	zero(&pc.MaxIdleTime, zeroIdleTime, time.Nanosecond)
+	zero(&pc.HealthCheckPeriod, zeroHealthCheck, -1)
+	return withDefaults(pc), z
+}
+
+// reported returns pc, a pool's configuration as opened (with the zeros z
+// it used), as Pool.Config reports it: with pgxpool's 0 where pgxpool has a
+// value for the same setting (a lifetime or a period of none, the idle
+// limit that pool_max_conn_idle_time=0 gave), and the set of those zeros.
+func reported(pc pool.Config, z pgxZeros) (pool.Config, pgxZeros) {
+	if pc.MaxLifetime < 0 {
+		pc.MaxLifetime, z = 0, z|zeroLifetime
+	}
+	if z&zeroIdleTime != 0 {
+		pc.MaxIdleTime = 0
+	}
+	if pc.HealthCheckPeriod < 0 {
+		pc.HealthCheckPeriod, z = 0, z|zeroHealthCheck
+	}
+	return pc, z
+}
+
 // withDefaults returns pc with pgxpool's defaults in its zero fields.
 func withDefaults(pc pool.Config) pool.Config {
-	fillDefaults(&pc.MaxSize, &pc.MaxLifetime, &pc.MaxIdleTime, &pc.HealthCheckPeriod)
+	if pc.MaxSize == 0 {
+		pc.MaxSize = defaultMaxSize()
+	}
+	fillDefaults(&pc.MaxLifetime, &pc.MaxIdleTime, &pc.HealthCheckPeriod)
 	return pc
 }
 
-// keyedDefaults is withDefaults for a KeyedPool's configuration.
+// keyedDefaults is withDefaults for a KeyedPool's configuration, whose
+// MaxSize, the budget of every key together, has no default (see
+// KeyedPoolConfig).
 func keyedDefaults(kc pool.KeyedConfig) pool.KeyedConfig {
-	fillDefaults(&kc.MaxSize, &kc.MaxLifetime, &kc.MaxIdleTime, &kc.HealthCheckPeriod)
+	fillDefaults(&kc.MaxLifetime, &kc.MaxIdleTime, &kc.HealthCheckPeriod)
 	return kc
 }
 
-// fillDefaults sets the zero ones of a pool's MaxSize, MaxLifetime,
-// MaxIdleTime and HealthCheckPeriod to pgxpool's defaults.
-func fillDefaults(maxSize *int, lifetime, idleTime, healthCheck *time.Duration) {
-	if *maxSize == 0 {
-		*maxSize = DefaultMaxSize()
-	}
+// fillDefaults sets the zero ones of a pool's MaxLifetime, MaxIdleTime and
+// HealthCheckPeriod to pgxpool's defaults.
+func fillDefaults(lifetime, idleTime, healthCheck *time.Duration) {
 	if *lifetime == 0 {
-		*lifetime = DefaultMaxLifetime
+		*lifetime = defaultMaxLifetime
 	}
 	if *idleTime == 0 {
-		*idleTime = DefaultMaxIdleTime
+		*idleTime = defaultMaxIdleTime
 	}
 	if *healthCheck == 0 {
-		*healthCheck = DefaultHealthCheckPeriod
+		*healthCheck = defaultHealthCheckPeriod
 	}
 }
 

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -48,18 +50,13 @@ func TestParsePoolConfigReadsPgxpoolParameters(t *testing.T) {
 			}
 			assert.Equal(t, "app", cfg.ConnConfig.RuntimeParams["application_name"], "other parameters stay")
 			assert.Equal(t, conn, cfg.ConnString())
-
-			mc, err := pgxmanager.ParseConfig(conn)
-			require.NoError(t, err)
-			for _, name := range poolParams {
-				assert.NotContains(t, mc.ConnConfig.RuntimeParams, name, "ParseConfig sends it to the server")
-			}
 		})
 	}
 }
 
 // Without pool parameters, ParsePoolConfig has pgxpool's defaults; zero
-// values in the connection string mean what they mean to pgxpool.
+// values in the connection string are stored as pgxpool stores them and
+// mean what they mean to pgxpool, as long as they are left zero.
 func TestParsePoolConfigDefaultsAndZeroes(t *testing.T) {
 	cfg, err := pgxmanager.ParsePoolConfig("postgres://u@h/db")
 	require.NoError(t, err)
@@ -71,6 +68,9 @@ func TestParsePoolConfigDefaultsAndZeroes(t *testing.T) {
 	}, cfg.Pool)
 	assert.Zero(t, cfg.PingTimeout, "the Manager's default")
 	assert.GreaterOrEqual(t, pgxmanager.DefaultMaxSize(), 4)
+	cfg.Pool = pool.Config{MaxSize: 3}
+	assert.Equal(t, pool.Config{MaxSize: 3, MaxLifetime: time.Hour, MaxIdleTime: 30 * time.Minute, HealthCheckPeriod: time.Minute},
+		pgxmanager.PoolFor(cfg), "zeros a program set are defaults")
 
 	cfg, err = pgxmanager.ParsePoolConfig("postgres://u@h/db?pool_max_conn_lifetime_jitter=5m")
 	require.NoError(t, err)
@@ -80,19 +80,26 @@ func TestParsePoolConfigDefaultsAndZeroes(t *testing.T) {
 	cfg, err = pgxmanager.ParsePoolConfig("postgres://u@h/db?pool_max_conn_lifetime=0&pool_max_conn_lifetime_jitter=5m" +
 		"&pool_max_conn_idle_time=0&pool_health_check_period=0s&pool_ping_timeout=0")
 	require.NoError(t, err)
-	assert.Negative(t, cfg.Pool.MaxLifetime, "lifetime 0: none")
+	assert.Zero(t, cfg.Pool.MaxLifetime, "lifetime 0, as pgxpool stores it")
 	assert.Zero(t, cfg.Pool.LifetimeJitter, "no jitter without a lifetime")
-	assert.Equal(t, time.Nanosecond, cfg.Pool.MaxIdleTime, "idle time 0: no idle connection kept beyond MinIdle")
-	assert.Negative(t, cfg.Pool.HealthCheckPeriod, "period 0: no health checks")
-	pc := pgxmanager.ForPool(pgxmanager.WithDefaults(cfg.Pool))
-	assert.Zero(t, pc.MaxLifetime, "none, as pool.Config says it")
+	assert.Zero(t, cfg.Pool.MaxIdleTime)
+	assert.Zero(t, cfg.Pool.HealthCheckPeriod)
+	want := pool.Config{MaxSize: pgxmanager.DefaultMaxSize(), MaxIdleTime: time.Nanosecond}
+	assert.Equal(t, want, pgxmanager.PoolFor(cfg),
+		"pgxpool's meanings, in pool.Config's terms: no lifetime, no idle connection kept beyond MinIdle, no health checks")
+	cfg.Pool = pool.Config{MaxSize: cfg.Pool.MaxSize}
+	assert.Equal(t, want, pgxmanager.PoolFor(cfg), "the string's zeros hold while they are zero")
+	cfg.Pool.MaxIdleTime = time.Minute
+	assert.Equal(t, time.Minute, pgxmanager.PoolFor(cfg).MaxIdleTime, "a value set replaces a zero")
+	pc := pgxmanager.ForPool(pgxmanager.WithDefaults(pool.Config{MaxLifetime: -1, MaxIdleTime: -1, HealthCheckPeriod: -1}))
+	assert.Zero(t, pc.MaxLifetime, "negative: none, as pool.Config says it")
+	assert.Zero(t, pc.MaxIdleTime)
 	assert.Zero(t, pc.HealthCheckPeriod)
-	assert.Equal(t, time.Nanosecond, pc.MaxIdleTime)
 }
 
-// A bad pool parameter is an error that names it, matches
-// pool.ErrInvalidConfig and is a *pgconn.ParseConfigError (as pgxpool's),
-// from ParsePoolConfig, ParseConfig and Open alike.
+// A bad pool parameter is an error that names it, matches ErrInvalidConfig
+// and pool.ErrInvalidConfig and is a *pgconn.ParseConfigError (as
+// pgxpool's), from ParsePoolConfig and Open alike.
 func TestBadPoolParameterIsAConfigErrorNamingIt(t *testing.T) {
 	bad := map[string][]string{
 		"pool_max_conns":                {"abc", "0", "-1", "1.5", "4294967296"},
@@ -109,12 +116,12 @@ func TestBadPoolParameterIsAConfigErrorNamingIt(t *testing.T) {
 			conn := "postgres://u@h/db?" + name + "=" + strings.ReplaceAll(v, " ", "%20")
 			for fn, parse := range map[string]func(string) error{
 				"ParsePoolConfig": func(s string) error { _, err := pgxmanager.ParsePoolConfig(s); return err },
-				"ParseConfig":     func(s string) error { _, err := pgxmanager.ParseConfig(s); return err },
 				"Open":            func(s string) error { _, err := pgxmanager.Open(s, pool.Config{}); return err },
 			} {
 				err := parse(conn)
 				require.Error(t, err, "%s(%s=%s)", fn, name, v)
 				assert.ErrorIs(t, err, pool.ErrInvalidConfig, "%s(%s=%s)", fn, name, v)
+				assert.ErrorIs(t, err, pgxmanager.ErrInvalidConfig, "%s(%s=%s)", fn, name, v)
 				assert.Contains(t, err.Error(), name, "%s(%s=%s)", fn, name, v)
 				var pce *pgconn.ParseConfigError
 				assert.True(t, errors.As(err, &pce), "%s(%s=%s): %T", fn, name, v, err)
@@ -190,9 +197,9 @@ func TestOpenExplicitLifetimeReplacesTheStringsLifetimeAndJitter(t *testing.T) {
 		{"MaxLifetime", dsn, pool.Config{MaxLifetime: 20 * time.Minute}, 20 * time.Minute, 0},
 		{"LifetimeJitter", dsn, pool.Config{LifetimeJitter: 2 * time.Minute}, 90 * time.Minute, 2 * time.Minute},
 		{"both", dsn, pool.Config{MaxLifetime: 20 * time.Minute, LifetimeJitter: time.Minute}, 20 * time.Minute, time.Minute},
-		{"no lifetime", dsn, pool.Config{MaxLifetime: -1}, -1, 0},
+		{"no lifetime", dsn, pool.Config{MaxLifetime: -1}, 0, 0}, // reported as pgxpool's 0
 		{"no lifetime over the string's jitter alone", "postgres://u@127.0.0.1:1/db?pool_max_conn_lifetime_jitter=5m",
-			pool.Config{MaxLifetime: -1}, -1, 0},
+			pool.Config{MaxLifetime: -1}, 0, 0},
 		{"LifetimeJitter over the default lifetime", "postgres://u@127.0.0.1:1/db?pool_max_conn_lifetime_jitter=5m",
 			pool.Config{LifetimeJitter: time.Minute}, time.Hour, time.Minute},
 	} {
@@ -205,7 +212,7 @@ func TestOpenExplicitLifetimeReplacesTheStringsLifetimeAndJitter(t *testing.T) {
 }
 
 // Config returns what OpenConfig opens the same pool with: defaults filled
-// in, "none" kept as a negative value, a copy the caller may change.
+// in, "none" reported as pgxpool's 0, a copy the caller may change.
 func TestConfigRoundTrips(t *testing.T) {
 	cfg, err := pgxmanager.ParsePoolConfig(dsn(t))
 	require.NoError(t, err)
@@ -215,18 +222,136 @@ func TestConfigRoundTrips(t *testing.T) {
 	require.NoError(t, err)
 	defer p.Close(context.Background())
 	got := p.Config()
-	assert.Negative(t, got.Pool.MaxLifetime)
+	assert.Zero(t, got.Pool.MaxLifetime, "none, as pgxpool reports it")
 	assert.Equal(t, 2, got.Pool.MaxSize)
 	assert.Equal(t, cfg.ConnString(), got.ConnString())
 	got.ConnConfig.RuntimeParams["application_name"] = "changed"
 	assert.NotEqual(t, "changed", p.Config().ConnConfig.RuntimeParams["application_name"], "Config returns a copy")
+	assert.Equal(t, pgxmanager.PoolFor(cfg), pgxmanager.PoolFor(got), "the same pool")
 	p2, err := pgxmanager.OpenConfig(got)
 	require.NoError(t, err)
 	defer p2.Close(context.Background())
 	assert.Equal(t, p.Config().Pool, p2.Config().Pool)
+	var n int
+	require.NoError(t, p2.QueryRow(ctxFor(t, 10*time.Second), "SELECT 1").Scan(&n))
+}
 
-	_, err = pgxmanager.OpenConfig(nil)
-	require.ErrorIs(t, err, pgxmanager.ErrInvalidConfig)
-	_, err = pgxmanager.OpenConfig(&pgxmanager.PoolConfig{})
-	require.ErrorIs(t, err, pgxmanager.ErrInvalidConfig, "no ConnConfig")
+// Config reports MaxSize, MinIdle, the lifetime, the idle time and the
+// health check period as pgxpool's Config reports MaxConns, MinConns,
+// MaxConnLifetime, MaxConnIdleTime and HealthCheckPeriod for the same
+// connection string: its defaults, the values given, and its 0 for no
+// lifetime, no health checks and no idle connection kept beyond the
+// minimum, where the pool's own terms are a negative value or a
+// nanosecond. A "none" set in PoolConfig is reported the same way, and the
+// report opens the same pool again. No server is needed: nothing is
+// dialled.
+func TestConfigReportsWhatPgxpoolReports(t *testing.T) {
+	const base = "postgres://u@127.0.0.1:1/db?sslmode=disable"
+	for name, params := range map[string]string{
+		"defaults": "",
+		"zeros":    "&pool_max_conn_lifetime=0&pool_max_conn_idle_time=0&pool_health_check_period=0",
+		"values":   "&pool_max_conns=7&pool_min_conns=2&pool_max_conn_lifetime=2h&pool_max_conn_idle_time=3m&pool_health_check_period=20s",
+	} {
+		t.Run(name, func(t *testing.T) {
+			want, err := pgxpool.ParseConfig(base + params)
+			require.NoError(t, err)
+			if want.HealthCheckPeriod > 0 { // pgxpool's ticker panics on a 0: it opens no such pool
+				pp, err := pgxpool.NewWithConfig(context.Background(), want)
+				require.NoError(t, err)
+				want = pp.Config()
+				pp.Close()
+			}
+			p, err := pgxmanager.Open(base+params, pool.Config{})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, p.Close(context.Background())) }()
+			got := p.Config()
+			assert.EqualValues(t, want.MaxConns, got.Pool.MaxSize)
+			assert.EqualValues(t, max(want.MinConns, want.MinIdleConns), got.Pool.MinIdle)
+			assert.Equal(t, want.MaxConnLifetime, got.Pool.MaxLifetime)
+			assert.Equal(t, want.MaxConnIdleTime, got.Pool.MaxIdleTime)
+			assert.Equal(t, want.HealthCheckPeriod, got.Pool.HealthCheckPeriod)
+
+			again, err := pgxmanager.OpenConfig(got)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, again.Close(context.Background())) }()
+			assert.Equal(t, got.Pool, again.Config().Pool)
+			assert.Equal(t, pgxmanager.PoolFor(got), pgxmanager.PoolFor(again.Config()))
+		})
+	}
+
+	cfg, err := pgxmanager.ParsePoolConfig(base)
+	require.NoError(t, err)
+	cfg.Pool.MaxLifetime, cfg.Pool.HealthCheckPeriod = -1, -time.Second
+	p, err := pgxmanager.OpenConfig(cfg)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, p.Close(context.Background())) }()
+	got := p.Config()
+	assert.Zero(t, got.Pool.MaxLifetime, "no lifetime: pgxpool's 0")
+	assert.Zero(t, got.Pool.HealthCheckPeriod, "no health checks: pgxpool's 0")
+	pc := pgxmanager.PoolFor(got)
+	assert.Zero(t, pc.MaxLifetime, "the report opens a pool without a lifetime")
+	assert.Zero(t, pc.HealthCheckPeriod)
+	assert.Equal(t, 30*time.Minute, pc.MaxIdleTime)
+}
+
+// OpenConfig(nil) says what is wrong, with the package's name.
+func TestOpenConfigOfNilSaysSo(t *testing.T) {
+	_, err := pgxmanager.OpenConfig(nil)
+	require.EqualError(t, err, "pgxmanager: invalid config: nil *PoolConfig")
+}
+
+// Every configuration error of the package matches ErrInvalidConfig and
+// pool.ErrInvalidConfig both, whichever checked it (pgx's parser, the pool_*
+// parameters, New, pool.New, pool.NewKeyed or the facade), and keeps its
+// own message. No server is needed: nothing is dialled.
+func TestEveryConfigErrorMatchesBothSentinels(t *testing.T) {
+	cc, err := pgx.ParseConfig("postgres://u@127.0.0.1:1/db")
+	require.NoError(t, err)
+	configFor := func(context.Context, string) (*pgx.ConnConfig, error) { return cc, nil }
+	open := func(p *pgxmanager.Pool, err error) error {
+		if p != nil {
+			_ = p.Close(context.Background())
+		}
+		return err
+	}
+	openKeyed := func(kp *pgxmanager.KeyedPool[string], err error) error {
+		if kp != nil {
+			_ = kp.Close(context.Background())
+		}
+		return err
+	}
+	for _, c := range []struct {
+		name, says string
+		err        error
+	}{
+		{"ParsePoolConfig: a string that does not parse", "cannot parse",
+			func() error { _, err := pgxmanager.ParsePoolConfig("postgres://u@h:notaport/db"); return err }()},
+		{"ParsePoolConfig: a bad pool parameter", "pool_max_conns",
+			func() error { _, err := pgxmanager.ParsePoolConfig("postgres://u@h/db?pool_max_conns=0"); return err }()},
+		{"Open: a bad pool parameter", "pool_health_check_period",
+			open(pgxmanager.Open("postgres://u@h/db?pool_health_check_period=x", pool.Config{}))},
+		{"Open: a bad pool.Config field", "MinIdle",
+			open(pgxmanager.Open("postgres://u@h/db", pool.Config{MaxSize: 2, MinIdle: 3}))},
+		{"OpenConfig: nil", "nil *PoolConfig", open(pgxmanager.OpenConfig(nil))},
+		{"OpenConfig: no ConnConfig", "Config.ConnConfig is nil", open(pgxmanager.OpenConfig(&pgxmanager.PoolConfig{}))},
+		{"OpenConfig: a bad pool field", "MaxConnecting",
+			open(pgxmanager.OpenConfig(&pgxmanager.PoolConfig{Config: pgxmanager.Config{ConnConfig: cc}, Pool: pool.Config{MaxConnecting: -1}}))},
+		{"New: a bad field", "Config.CloseTimeout",
+			func() error {
+				_, err := pgxmanager.New(pgxmanager.Config{ConnConfig: cc, CloseTimeout: -1})
+				return err
+			}()},
+		{"OpenKeyed: no ConfigFor", "ConfigFor", openKeyed(pgxmanager.OpenKeyed[string](nil, pool.KeyedConfig{MaxSize: 2}))},
+		{"OpenKeyed: a bad pool field", "KeyedConfig.MaxSize", openKeyed(pgxmanager.OpenKeyed(configFor, pool.KeyedConfig{}))},
+		{"OpenKeyedConfig: a bad Manager field", "Config.PingTimeout",
+			openKeyed(pgxmanager.OpenKeyedConfig(&pgxmanager.KeyedPoolConfig[string]{
+				ConfigFor: configFor, Config: pgxmanager.Config{PingTimeout: -1}, Pool: pool.KeyedConfig{MaxSize: 2}}))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.ErrorIs(t, c.err, pgxmanager.ErrInvalidConfig)
+			require.ErrorIs(t, c.err, pool.ErrInvalidConfig)
+			assert.Contains(t, c.err.Error(), c.says)
+		})
+	}
+	assert.NotErrorIs(t, pool.ErrInvalidConfig, pgxmanager.ErrInvalidConfig, "pool's own sentinel is only pool's")
 }

@@ -41,15 +41,13 @@ func ExampleOpenKeyed() {
 	ctx := context.Background()
 	defer kp.Close(ctx)
 
-	// For returns a tenant's DB: Pool's query methods (sqlc's DBTX), on
-	// the tenant's connections.
+	// For returns a tenant's Pool: the query methods (sqlc's DBTX) on the
+	// tenant's connections, and the tenant's statistics.
 	db := kp.For("acme")
 	var name string
 	if err := db.QueryRow(ctx, "SELECT current_database()").Scan(&name); err != nil {
 		panic(err)
 	}
 	fmt.Println(name)
-	if s, ok := kp.KeyStats("acme"); ok {
-		fmt.Println(s.Idle, "idle of", kp.Stats().Live)
-	}
+	fmt.Println(db.Stat().IdleConns(), "idle of", kp.Stat().TotalConns())
 }

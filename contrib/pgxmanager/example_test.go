@@ -32,10 +32,11 @@ func Example() {
 // A Manager with session settings made on each new connection, and a
 // tighter ping policy than the default.
 func ExampleNew() {
-	cfg, err := pgxmanager.ParseConfig(os.Getenv("POOLKIT_POSTGRES_DSN"))
+	pc, err := pgxmanager.ParsePoolConfig(os.Getenv("POOLKIT_POSTGRES_DSN"))
 	if err != nil {
 		panic(err)
 	}
+	cfg := pc.Config // the Manager's part
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		_, err := c.Exec(ctx, "SET statement_timeout = '5s'")
 		return err

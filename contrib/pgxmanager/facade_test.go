@@ -44,6 +44,14 @@ type dbtx interface {
 	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
 }
 
+// named is what contrib/poolprom's NewPoolCollector and contrib/poolotel's
+// ObservePool read of a pool: its figures, and the name they label them
+// with.
+type named interface {
+	Stats() pool.Stats
+	Name() string
+}
+
 var (
 	_ pgxpoolStat = (*pgxmanager.Stat)(nil)
 	_ dbtx        = (*pgxmanager.Pool)(nil)
@@ -51,7 +59,26 @@ var (
 		Begin(context.Context) (pgx.Tx, error)
 		BeginTx(context.Context, pgx.TxOptions) (pgx.Tx, error)
 	} = (*pgxmanager.Pool)(nil)
+	_ named = (*pgxmanager.Pool)(nil)
 )
+
+// A Pool is named by its pool's configuration (PoolConfig.Pool.Name, or
+// the Name of the pool NewPool was given), so that the exporters label its
+// figures as they label the pool's. No server is needed: nothing is
+// dialled.
+func TestPoolIsNamedByItsPoolConfig(t *testing.T) {
+	cfg, err := pgxmanager.ParsePoolConfig("postgres://u@127.0.0.1:1/db")
+	require.NoError(t, err)
+	cfg.Pool.Name = "primary"
+	p, err := pgxmanager.OpenConfig(cfg)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, p.Close(context.Background())) }()
+	assert.Equal(t, "primary", p.Name())
+	assert.Equal(t, p.Pool().Name(), p.Name())
+
+	q := pgxmanager.NewPool(p.Pool(), pgxmanager.Options{})
+	assert.Equal(t, "primary", q.Name())
+}
 
 // Stat reads pool.Stats under pgxpool's names: each gauge and counter
 // moves as the pool does.
@@ -114,7 +141,7 @@ func TestStatFollowsThePool(t *testing.T) {
 	assert.Zero(t, s.ConstructingConns())
 	assert.Zero(t, s.RetryCount())
 	assert.Zero(t, s.ForcedCloseCount())
-	assert.Equal(t, p.Stats().MaxSize, s.Stats().MaxSize)
+	assert.EqualValues(t, p.Stats().MaxSize, s.MaxConns())
 }
 
 // Connections closed for their lifetime and for their idle time are
@@ -131,8 +158,8 @@ func TestStatCountsLifetimeAndIdleCloses(t *testing.T) {
 			require.NoError(t, p.Ping(ctxFor(t, 10*time.Second)))
 			// A close is counted once Manager.Close has returned.
 			eventually(t, 10*time.Second, func() (bool, string) {
-				s := p.Stat()
-				return s.TotalConns() == 0 && s.Stats().Closed == 1, fmt.Sprintf("%d connections, %d closed", s.TotalConns(), s.Stats().Closed)
+				s := p.Stats()
+				return s.Live == 0 && s.Closed == 1, fmt.Sprintf("%d connections, %d closed", s.Live, s.Closed)
 			})
 			s := p.Stat()
 			if c.name == "Lifetime" {

@@ -70,8 +70,8 @@ func closeAgainstAFrozenServer(t *testing.T, pg *privatePostgres, cleanup time.D
 	}
 	wg.Wait()
 	eventually(t, 10*time.Second, func() (bool, string) {
-		s := p.Stat()
-		return s.Stats().Closing == 0 && s.Stats().Live == 0, fmt.Sprintf("%d connections still closing", s.Stats().Closing)
+		s := p.Stats()
+		return s.Closing == 0 && s.Live == 0, fmt.Sprintf("%d connections still closing", s.Closing)
 	})
 	assert.EqualValues(t, 4, p.Stat().ForcedCloseCount(), "each close had to end its socket itself")
 	thaw()

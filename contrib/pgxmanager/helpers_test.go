@@ -77,10 +77,10 @@ func config(t *testing.T, name string) pgxmanager.Config {
 // named name.
 func configFor(t *testing.T, conn, name string) pgxmanager.Config {
 	t.Helper()
-	cfg, err := pgxmanager.ParseConfig(conn)
+	pc, err := pgxmanager.ParsePoolConfig(conn)
 	require.NoError(t, err, "parsing %s", conn)
-	cfg.ConnConfig.RuntimeParams["application_name"] = name
-	return cfg
+	pc.ConnConfig.RuntimeParams["application_name"] = name
+	return pc.Config
 }
 
 // newManager returns a Manager for cfg, failing the test on an error.

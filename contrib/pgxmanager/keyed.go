@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"
@@ -15,7 +14,8 @@ import (
 // server) on one pool.Keyed[K, *pgx.Conn]: one budget of connections,
 // pool.KeyedConfig.MaxSize, exact across all keys (idle, leased, connecting
 // and closing ones), which the keys share as their load asks. For(key)
-// returns the key's DB, which has Pool's query methods.
+// returns the key's Pool, which runs Pool's query methods on the key's
+// connections.
 //
 // A key that needs a connection when the budget is spent gets room by
 // closing the least recently used idle connection of a key nobody waits
@@ -33,7 +33,7 @@ import (
 type KeyedPool[K comparable] struct {
 	k      *pool.Keyed[K, *pgx.Conn]
 	m      *Manager
-	base   *Pool // the facade's options and retry count, which every DB copies; never written after OpenKeyedConfig
+	base   *Pool // the facade's options and retry count, which every key's Pool copies; never written after OpenKeyedConfig
 	perKey int   // a key's MaxSizePerKey
 }
 
@@ -42,20 +42,22 @@ type KeyedPool[K comparable] struct {
 // (Config, shared by every key, ConnConfig left nil), the facade's Options
 // and the keyed pool's configuration.
 //
-// In Pool, a zero field means pgxpool's default for MaxSize
-// (DefaultMaxSize), MaxLifetime (DefaultMaxLifetime), MaxIdleTime
-// (DefaultMaxIdleTime) and HealthCheckPeriod (DefaultHealthCheckPeriod), as
-// in PoolConfig, and pool.KeyedConfig's default for the others; a negative
-// MaxLifetime, MaxIdleTime or HealthCheckPeriod means none.
+// Pool.MaxSize, the budget of all keys' connections together, is required,
+// as pool.KeyedConfig says: a zero or negative one is an error (pgxpool's
+// default, sized for one database, has no meaning for many). In the other
+// fields of Pool, a zero means pgxpool's default for MaxLifetime (1 h),
+// MaxIdleTime (30 min) and HealthCheckPeriod (1 min), as in PoolConfig, and
+// pool.KeyedConfig's default for the others; a negative MaxLifetime,
+// MaxIdleTime or HealthCheckPeriod means none.
 type KeyedPoolConfig[K comparable] struct {
 	// ConfigFor returns the connection configuration of key's connections;
 	// it runs before each connect of key, under the connect's context, on a
 	// goroutine of the pool's (a panic becomes an error of the connect). It
-	// must return a configuration made by pgx.ParseConfig (or ParseConfig
-	// here), or a Copy of one, without pgxpool's pool_* parameters; the pool
-	// does not modify it (BeforeConnect gets a copy), so it may return the
-	// same one for every connect of a key. An error fails the connect.
-	// Required.
+	// must return a configuration made by pgx.ParseConfig (or the
+	// ConnConfig of ParsePoolConfig here), or a Copy of one, without
+	// pgxpool's pool_* parameters; the pool does not modify it
+	// (BeforeConnect gets a copy), so it may return the same one for every
+	// connect of a key. An error fails the connect. Required.
 	ConfigFor func(ctx context.Context, key K) (*pgx.ConnConfig, error)
 	// Config holds the Manager's hooks and timeouts; its ConnConfig must
 	// be nil (ConfigFor gives each key's).
@@ -66,17 +68,21 @@ type KeyedPoolConfig[K comparable] struct {
 
 // OpenKeyed opens a KeyedPool whose connections for a key are made with
 // configFor's configuration for it (see KeyedPoolConfig.ConfigFor), in a
-// pool.Keyed of cfg with pgxpool's defaults in its zero fields (see
-// KeyedPoolConfig), with the Manager's and the facade's defaults. It does
-// not connect: the first query of a key does (or Warm, or the pool's
-// maintainer with cfg.MinIdlePerKey set, for keys it has seen). Config
-// errors name the bad field.
+// pool.Keyed of cfg with pgxpool's defaults in its zero fields but MaxSize,
+// which is required (see KeyedPoolConfig), with the Manager's and the
+// facade's defaults. It does not connect: the first query of a key does (or
+// the keyed pool's Warm, or its maintainer with cfg.MinIdlePerKey set, for
+// keys it has seen). A bad configuration is an error that matches
+// ErrInvalidConfig and pool.ErrInvalidConfig and names the field.
 func OpenKeyed[K comparable](configFor func(ctx context.Context, key K) (*pgx.ConnConfig, error), cfg pool.KeyedConfig) (*KeyedPool[K], error) {
 	return OpenKeyedConfig(&KeyedPoolConfig[K]{ConfigFor: configFor, Pool: cfg})
 }
 
-// OpenKeyedConfig opens a KeyedPool of cfg (see KeyedPoolConfig). New's and
-// pool.NewKeyed's errors (naming a bad field) are returned.
+// OpenKeyedConfig opens a KeyedPool of cfg (see KeyedPoolConfig). A bad
+// configuration (a nil cfg or ConfigFor, a ConnConfig set, a bad field of
+// cfg.Config, as New says, or of cfg.Pool, as pool.NewKeyed says) is an
+// error that matches ErrInvalidConfig and pool.ErrInvalidConfig and names
+// what is wrong.
 func OpenKeyedConfig[K comparable](cfg *KeyedPoolConfig[K]) (*KeyedPool[K], error) {
 	switch {
 	case cfg == nil:
@@ -93,13 +99,15 @@ func OpenKeyedConfig[K comparable](cfg *KeyedPoolConfig[K]) (*KeyedPool[K], erro
 	kc := forKeyed(keyedDefaults(cfg.Pool))
 	k, err := pool.NewKeyed[K, *pgx.Conn](keyedManager[K]{Manager: m, configFor: cfg.ConfigFor}, kc)
 	if err != nil {
-		return nil, err
+		return nil, asConfigError(err)
 	}
 	perKey := kc.MaxSizePerKey
 	if perKey == 0 {
 		perKey = kc.MaxSize
 	}
-	return &KeyedPool[K]{k: k, m: m, base: facade(cfg.Options), perKey: perKey}, nil
+	base := facade(cfg.Options)
+	base.m = m
+	return &KeyedPool[K]{k: k, m: m, base: base, perKey: perKey}, nil
 }
 
 // keyedManager is a KeyedPool's manager.Keyed: a Manager whose connections
@@ -133,17 +141,23 @@ func (m keyedManager[K]) Connect(ctx context.Context, key K) (*pgx.Conn, error) 
 	return m.connect(ctx, cc)
 }
 
-// For returns key's DB: Pool's query methods on key's connections. It
-// allocates two small objects and nothing else (the key's state is made by
-// its first acquire): a caller that runs several queries for a key may keep
-// the DB, or call For for each.
-func (kp *KeyedPool[K]) For(key K) *DB {
-	db := &DB{p: *kp.base}
-	db.p.src = keySource[K]{k: kp.k, key: key, perKey: kp.perKey}
-	return db
+// For returns key's Pool: Pool's query methods, Acquire and AcquireFunc
+// on key's connections (an acquire waits, when the budget is spent, as
+// pool.Keyed.Acquire does), with the behaviour they have on a pool's (when
+// each releases its connection, what a panic destroys, which failures are
+// retried, the Options); its Name, Stats, Stat and Reset are the key's, and
+// its Close and Pool panic (see Pool). It satisfies sqlc's DBTX interface,
+// and pgx.BeginFunc takes it. For allocates two small objects and nothing
+// else (the key's state is made by its first acquire): a caller that runs
+// several queries for a key may keep its Pool, or call For for each.
+func (kp *KeyedPool[K]) For(key K) *Pool {
+	p := new(Pool)
+	*p = *kp.base
+	p.src = keySource[K]{k: kp.k, key: key, perKey: kp.perKey}
+	return p
 }
 
-// keySource is the source of a DB: its key's connections.
+// keySource is the source of a key's Pool: its key's connections.
 type keySource[K comparable] struct {
 	k      *pool.Keyed[K, *pgx.Conn]
 	key    K
@@ -155,92 +169,28 @@ func (s keySource[K]) Acquire(ctx context.Context) (pool.Lease[*pgx.Conn], error
 }
 
 func (s keySource[K]) maxSize() int { return s.perKey }
+func (s keySource[K]) name() string { return s.k.Name() }
+func (s keySource[K]) reset()       { s.k.ResetKey(s.key) }
 
-// Pool returns the underlying keyed pool, for TryAcquire, RangeKeys, Len.
+func (s keySource[K]) stats() pool.Stats {
+	if st, ok := s.k.KeyStats(s.key); ok {
+		return st
+	}
+	return pool.Stats{MaxSize: s.perKey}
+}
+
+// Pool returns the underlying keyed pool, for its Stats (every key's
+// together), KeyStats, RangeKeys, Warm, Reset (every key's), TryAcquire and
+// Len.
 func (kp *KeyedPool[K]) Pool() *pool.Keyed[K, *pgx.Conn] { return kp.k }
 
-// Stats returns the statistics of all keys together (pool.Keyed.Stats).
-func (kp *KeyedPool[K]) Stats() pool.Stats { return kp.k.Stats() }
-
-// KeyStats returns key's statistics, or false if the key has no state now
-// (no connection, nobody waiting for one); see pool.Keyed.KeyStats.
-func (kp *KeyedPool[K]) KeyStats(key K) (pool.Stats, bool) { return kp.k.KeyStats(key) }
-
 // Stat returns the statistics of all keys together under pgxpool.Stat's
-// method names, with the facade's own counters (of every key's DB).
+// method names, with the facade's own counters (of every key's Pool).
 func (kp *KeyedPool[K]) Stat() *Stat {
 	return &Stat{s: kp.k.Stats(), retries: kp.base.retries.Load(), forced: kp.m.ForcedCloses()}
 }
-
-// Warm connects max(MinIdlePerKey, 1) connections for each of keys, within
-// the budget, key after key (pool.Keyed.Warm); it returns the errors of the
-// keys that failed, joined.
-func (kp *KeyedPool[K]) Warm(ctx context.Context, keys ...K) error { return kp.k.Warm(ctx, keys...) }
-
-// Reset closes every idle connection of every key, and every leased one
-// when it is released, leaving the pool open (pool.Keyed.Reset).
-func (kp *KeyedPool[K]) Reset() { kp.k.Reset() }
-
-// ResetKey is Reset for key's connections only: after a tenant's database
-// moved, or its role's password changed.
-func (kp *KeyedPool[K]) ResetKey(key K) { kp.k.ResetKey(key) }
 
 // Close closes the pool (see pool.Keyed.Close): it returns once every
 // connection of every key is closed, leased ones included once they are
 // released, or ctx's error.
 func (kp *KeyedPool[K]) Close(ctx context.Context) error { return kp.k.Close(ctx) }
-
-// DB runs queries on one key's connections of a KeyedPool, made by
-// KeyedPool.For. Its methods are Pool's, with the same behaviour (when each
-// releases its connection, what a panic destroys, which failures are
-// retried, the Options), on connections of its key: an acquire waits, when
-// the budget is spent, as pool.Keyed.Acquire does. It satisfies sqlc's DBTX
-// interface, and pgx.BeginFunc takes it. It is safe for concurrent use; the
-// Rows, Row, BatchResults and Tx it returns are not.
-type DB struct {
-	p Pool // src is the key's; never written after For
-}
-
-// Acquire is Pool.Acquire on the key's connections.
-func (db *DB) Acquire(ctx context.Context) (pool.Lease[*pgx.Conn], error) { return db.p.Acquire(ctx) }
-
-// AcquireFunc is Pool.AcquireFunc on the key's connections.
-func (db *DB) AcquireFunc(ctx context.Context, f func(*pgx.Conn) error) error {
-	return db.p.AcquireFunc(ctx, f)
-}
-
-// Exec is Pool.Exec on the key's connections.
-func (db *DB) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	return db.p.Exec(ctx, sql, args...)
-}
-
-// Query is Pool.Query on the key's connections.
-func (db *DB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	return db.p.Query(ctx, sql, args...)
-}
-
-// QueryRow is Pool.QueryRow on the key's connections.
-func (db *DB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return db.p.QueryRow(ctx, sql, args...)
-}
-
-// SendBatch is Pool.SendBatch on the key's connections.
-func (db *DB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	return db.p.SendBatch(ctx, b)
-}
-
-// Begin is Pool.Begin on the key's connections.
-func (db *DB) Begin(ctx context.Context) (pgx.Tx, error) { return db.p.Begin(ctx) }
-
-// BeginTx is Pool.BeginTx on the key's connections.
-func (db *DB) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
-	return db.p.BeginTx(ctx, opts)
-}
-
-// CopyFrom is Pool.CopyFrom on the key's connections.
-func (db *DB) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
-	return db.p.CopyFrom(ctx, table, columns, src)
-}
-
-// Ping is Pool.Ping on the key's connections.
-func (db *DB) Ping(ctx context.Context) error { return db.p.Ping(ctx) }

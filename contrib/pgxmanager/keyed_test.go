@@ -18,14 +18,6 @@ import (
 	"github.com/poolkit/poolkit/pool"
 )
 
-var (
-	_ dbtx = (*pgxmanager.DB)(nil)
-	_ interface {
-		Begin(context.Context) (pgx.Tx, error)
-		BeginTx(context.Context, pgx.TxOptions) (pgx.Tx, error)
-	} = (*pgxmanager.DB)(nil)
-)
-
 // tenants are the keys of a keyed pool under test: databases of the test
 // server, made for the test and dropped at its end, each its own key.
 type tenants struct {
@@ -87,7 +79,7 @@ func (ts *tenants) open(t *testing.T, cfg pgxmanager.KeyedPoolConfig[string]) *p
 
 // requireRightDatabase fails the test unless db's connections are to the
 // database key.
-func requireRightDatabase(t *testing.T, ctx context.Context, db *pgxmanager.DB, key string) {
+func requireRightDatabase(t *testing.T, ctx context.Context, db *pgxmanager.Pool, key string) {
 	t.Helper()
 	var got string
 	require.NoError(t, db.QueryRow(ctx, "SELECT current_database()").Scan(&got))
@@ -169,7 +161,7 @@ func TestKeyedPoolHoldsOneBudgetAcrossDatabases(t *testing.T) {
 	assert.Positive(t, samples)
 	assert.LessOrEqual(t, most, maxSize, "backends of the pool at once, in pg_stat_activity")
 	assert.Positive(t, most, "the sampler saw the pool's backends")
-	s := kp.Stats()
+	s := kp.Pool().Stats()
 	t.Logf("%d calls: %d connects, %d evictions, %d waits; at most %d backends in %d samples of pg_stat_activity",
 		workers*rounds, s.Connects, s.ClosedBy[pool.CloseEvict], s.Blocked, most, samples)
 	assert.Equal(t, maxSize, s.MaxSize)
@@ -198,7 +190,7 @@ func TestKeyedPoolHoldsOneBudgetAcrossDatabases(t *testing.T) {
 		got <- db
 	}()
 	eventually(t, 10*time.Second, func() (bool, string) {
-		return kp.Stats().Waiting == 1, fmt.Sprintf("%d waiting", kp.Stats().Waiting)
+		return kp.Pool().Stats().Waiting == 1, fmt.Sprintf("%d waiting", kp.Pool().Stats().Waiting)
 	})
 	held[0].Release()
 	assert.Equal(t, ts.keys[maxSize], <-got)
@@ -210,7 +202,7 @@ func TestKeyedPoolHoldsOneBudgetAcrossDatabases(t *testing.T) {
 	for _, key := range ts.keys {
 		requireRightDatabase(t, ctx, kp.For(key), key)
 	}
-	require.Zero(t, kp.Stats().Leased)
+	require.Zero(t, kp.Pool().Stats().Leased)
 
 	require.NoError(t, kp.Close(ctx))
 	eventually(t, 10*time.Second, func() (bool, string) {
@@ -223,7 +215,7 @@ func TestKeyedPoolHoldsOneBudgetAcrossDatabases(t *testing.T) {
 // TestKeyedPoolHoldsOneBudgetAcrossDatabases on db, key's: each op checks
 // that it ran on key's database; those that insert count their rows in
 // inserted.
-func keyedRound(ctx context.Context, db *pgxmanager.DB, key string, op int, inserted *atomic.Int64) error {
+func keyedRound(ctx context.Context, db *pgxmanager.Pool, key string, op int, inserted *atomic.Int64) error {
 	check := func(got string) error {
 		if got != key {
 			return fmt.Errorf("ran on database %s", got)
@@ -304,23 +296,25 @@ func TestKeyedPoolOfOneServesEveryKeyInTurn(t *testing.T) {
 		require.LessOrEqual(t, n, 1, "backends of the pool after query %d", i)
 	}
 	eventually(t, 10*time.Second, func() (bool, string) {
-		s := kp.Stats()
+		s := kp.Pool().Stats()
 		return s.ClosedBy[pool.CloseEvict] == queries-1, fmt.Sprintf("%d evictions, want %d", s.ClosedBy[pool.CloseEvict], queries-1)
 	})
-	s := kp.Stats()
+	s := kp.Pool().Stats()
 	assert.EqualValues(t, queries, s.Connects)
 	assert.EqualValues(t, queries-1, s.Closed, "every close an eviction")
 	assert.Equal(t, 1, kp.Pool().Len(), "the evicted keys' state is dropped")
-	ks, ok := kp.KeyStats(ts.keys[(queries-1)%len(ts.keys)])
+	ks, ok := kp.Pool().KeyStats(ts.keys[(queries-1)%len(ts.keys)])
 	require.True(t, ok, "the last key keeps its connection")
 	assert.Equal(t, 1, ks.Idle)
-	_, ok = kp.KeyStats(ts.keys[0])
+	_, ok = kp.Pool().KeyStats(ts.keys[0])
 	assert.False(t, ok)
 }
 
-// Each query method of a key's DB runs on that key's connections and gives
-// them back; Stat and Stats add up every key's.
-func TestKeyedDBQueryMethodsRunOnTheirKey(t *testing.T) {
+// Each query method of a key's Pool runs on that key's connections and
+// gives them back; the key's Pool's Stats and Stat are the key's, the
+// KeyedPool's Stat adds up every key's, and the key's Reset closes the
+// key's connections only.
+func TestKeyedPoolForQueryMethodsRunOnTheirKey(t *testing.T) {
 	ts := newTenants(t, 2)
 	kp := ts.open(t, pgxmanager.KeyedPoolConfig[string]{Pool: pool.KeyedConfig{MaxSize: 2, MaxSizePerKey: 1}})
 	ctx := ctxFor(t, 30*time.Second)
@@ -338,12 +332,16 @@ func TestKeyedDBQueryMethodsRunOnTheirKey(t *testing.T) {
 		assert.Equal(t, key, l.Value().Config().Database)
 		l.Release()
 		requireRightDatabase(t, ctx, db, key)
-		ks, ok := kp.KeyStats(key)
+		ks, ok := kp.Pool().KeyStats(key)
 		require.True(t, ok)
 		assert.Zero(t, ks.Leased, "a connection of %s still leased", key)
 		assert.Equal(t, 1, ks.Live)
+		assert.Equal(t, ks, db.Stats(), "a key's Pool's Stats are the key's")
+		assert.EqualValues(t, 1, db.Stat().TotalConns())
+		assert.EqualValues(t, 1, db.Stat().MaxConns(), "the key's MaxSizePerKey")
+		assert.Equal(t, ks.Acquires, uint64(db.Stat().AcquireCount()))
 	}
-	s := kp.Stats()
+	s := kp.Pool().Stats()
 	assert.Equal(t, 2, s.Live)
 	assert.Zero(t, s.ClosedBy[pool.CloseEvict], "the budget has room for both keys")
 	st := kp.Stat()
@@ -352,17 +350,18 @@ func TestKeyedDBQueryMethodsRunOnTheirKey(t *testing.T) {
 	assert.Equal(t, s.Acquires, uint64(st.AcquireCount()))
 	assert.Zero(t, st.RetryCount())
 
-	kp.ResetKey(ts.keys[0])
+	kp.For(ts.keys[0]).Reset()
 	eventually(t, 10*time.Second, func() (bool, string) {
-		_, ok := kp.KeyStats(ts.keys[0])
+		_, ok := kp.Pool().KeyStats(ts.keys[0])
 		return !ok, "the reset key still has state"
 	})
-	_, ok := kp.KeyStats(ts.keys[1])
-	assert.True(t, ok, "ResetKey leaves the other keys")
-	kp.Reset()
+	assert.Equal(t, pool.Stats{MaxSize: 1}, kp.For(ts.keys[0]).Stats(), "a key without state: zero figures and its MaxSizePerKey")
+	_, ok := kp.Pool().KeyStats(ts.keys[1])
+	assert.True(t, ok, "a key's Reset leaves the other keys")
+	kp.Pool().Reset()
 	eventually(t, 10*time.Second, func() (bool, string) { return kp.Pool().Len() == 0, fmt.Sprintf("%d keys", kp.Pool().Len()) })
-	require.NoError(t, kp.Warm(ctx, ts.keys...))
-	assert.Equal(t, 2, kp.Stats().Idle, "Warm connects each key")
+	require.NoError(t, kp.Pool().Warm(ctx, ts.keys...))
+	assert.Equal(t, 2, kp.Pool().Stats().Idle, "Warm connects each key")
 }
 
 // Every failure of a call on a key's connection leaves a keyed pool of one
@@ -370,7 +369,7 @@ func TestKeyedDBQueryMethodsRunOnTheirKey(t *testing.T) {
 // destroyed and replaced when its state is unknown), a query of another
 // key gets the budget, and Close returns. A lost connection would make the
 // next query, of any key, wait for ever. The failures are
-// TestNoFailureLosesOrPoisonsTheConnection's, run on a DB's Pool.
+// TestNoFailureLosesOrPoisonsTheConnection's, run on a key's Pool.
 func TestKeyedNoFailureLosesOrPoisonsTheConnection(t *testing.T) {
 	for _, f := range failures() {
 		t.Run(f.name, func(t *testing.T) {
@@ -385,12 +384,12 @@ func TestKeyedNoFailureLosesOrPoisonsTheConnection(t *testing.T) {
 			require.NoError(t, err)
 			a, b := kp.For("a"), kp.For("b")
 			runFailure(t, f, failureTarget{
-				p: pgxmanager.PoolOf(a),
+				p: a,
 				usable: func(t *testing.T, after string) {
-					requireAnswers(t, b, kp.Stats, after) // b gets the budget a gave back
-					requireAnswers(t, a, kp.Stats, after)
+					requireAnswers(t, b, kp.Pool().Stats, after) // b gets the budget a gave back
+					requireAnswers(t, a, kp.Pool().Stats, after)
 				},
-				stats: kp.Stats,
+				stats: kp.Pool().Stats,
 				close: kp.Close,
 			})
 		})
@@ -429,7 +428,7 @@ func TestKeyedConfigForFailuresFailTheConnect(t *testing.T) {
 	err = kp.For("panic").Ping(ctx)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ConfigFor panicked: ConfigFor boom")
-	s := kp.Stats()
+	s := kp.Pool().Stats()
 	assert.Zero(t, s.Live, "no connection made, no slot held")
 	assert.EqualValues(t, 4, s.ConnectErrors)
 }
@@ -465,11 +464,12 @@ func TestOpenKeyedConfigNamesTheBadField(t *testing.T) {
 	}
 }
 
-// OpenKeyed gives a zero field of the keyed pool's configuration pgxpool's
-// default, as Open does, and a negative duration means none.
+// OpenKeyed gives a zero lifetime, idle time or health check period of the
+// keyed pool's configuration pgxpool's default, as Open does, and a
+// negative one means none.
 func TestOpenKeyedHasPgxpoolDefaults(t *testing.T) {
 	got := pgxmanager.KeyedDefaults(pool.KeyedConfig{})
-	assert.Equal(t, pgxmanager.DefaultMaxSize(), got.MaxSize)
+	assert.Zero(t, got.MaxSize, "the budget has no default")
 	assert.Equal(t, pgxmanager.DefaultMaxLifetime, got.MaxLifetime)
 	assert.Equal(t, pgxmanager.DefaultMaxIdleTime, got.MaxIdleTime)
 	assert.Equal(t, pgxmanager.DefaultHealthCheckPeriod, got.HealthCheckPeriod)
@@ -478,13 +478,59 @@ func TestOpenKeyedHasPgxpoolDefaults(t *testing.T) {
 	assert.Equal(t, pool.KeyedConfig{MaxSize: 3, MaxLifetime: time.Minute}, got, "set fields kept, none is pool's zero")
 
 	kp, err := pgxmanager.OpenKeyed(func(context.Context, string) (*pgx.ConnConfig, error) { return nil, nil },
-		pool.KeyedConfig{MaxIdleTime: -1, HealthCheckPeriod: -1})
+		pool.KeyedConfig{MaxSize: 3, MaxIdleTime: -1, HealthCheckPeriod: -1})
 	require.NoError(t, err)
-	assert.EqualValues(t, pgxmanager.DefaultMaxSize(), kp.Stat().MaxConns())
+	assert.EqualValues(t, 3, kp.Stat().MaxConns())
 	require.NoError(t, kp.Close(ctxFor(t, 10*time.Second)))
 }
 
-// A DB's PrepareConn refusals are bounded by the key's MaxSizePerKey, not by
+// OpenKeyed and OpenKeyedConfig require the budget, KeyedConfig.MaxSize, as
+// pool.NewKeyed does: pgxpool's default is one database's, and a keyed
+// pool's budget is that of all keys together. No server is needed.
+func TestOpenKeyedRequiresMaxSize(t *testing.T) {
+	configFor := func(context.Context, string) (*pgx.ConnConfig, error) { return nil, nil }
+	open := map[string]func() (*pgxmanager.KeyedPool[string], error){
+		"OpenKeyed, zero": func() (*pgxmanager.KeyedPool[string], error) {
+			return pgxmanager.OpenKeyed(configFor, pool.KeyedConfig{MaxSizePerKey: 2})
+		},
+		"OpenKeyedConfig, negative": func() (*pgxmanager.KeyedPool[string], error) {
+			return pgxmanager.OpenKeyedConfig(&pgxmanager.KeyedPoolConfig[string]{ConfigFor: configFor, Pool: pool.KeyedConfig{MaxSize: -1}})
+		},
+	}
+	for name, open := range open {
+		t.Run(name, func(t *testing.T) {
+			kp, err := open()
+			require.ErrorIs(t, err, pgxmanager.ErrInvalidConfig)
+			require.ErrorIs(t, err, pool.ErrInvalidConfig)
+			assert.Contains(t, err.Error(), "KeyedConfig.MaxSize must be >= 1")
+			assert.Nil(t, kp)
+		})
+	}
+}
+
+// A key's Pool acts on its key: its Name is the keyed pool's, its Stats and
+// Stat the key's (zero figures and MaxSizePerKey before its first connect);
+// the keyed pool is closed as a whole, so a key's Close and Pool panic with
+// the package's name. No server is needed: nothing is dialled.
+func TestKeysPoolIsClosedOnlyWithItsKeyedPool(t *testing.T) {
+	kp, err := pgxmanager.OpenKeyed(func(context.Context, string) (*pgx.ConnConfig, error) { return nil, nil },
+		pool.KeyedConfig{Name: "tenants", MaxSize: 4, MaxSizePerKey: 2})
+	require.NoError(t, err)
+	ctx := ctxFor(t, 10*time.Second)
+	defer func() { require.NoError(t, kp.Close(ctx)) }()
+	p := kp.For("acme")
+	assert.Equal(t, "tenants", p.Name())
+	assert.Equal(t, pool.Stats{MaxSize: 2}, p.Stats())
+	assert.EqualValues(t, 2, p.Stat().MaxConns())
+	assert.Zero(t, p.Stat().TotalConns())
+	assert.PanicsWithValue(t, "pgxmanager: Close of a key's Pool (KeyedPool.For): close the KeyedPool",
+		func() { _ = p.Close(ctx) })
+	assert.PanicsWithValue(t, "pgxmanager: Pool of a key's Pool (KeyedPool.For): the keyed pool is KeyedPool.Pool",
+		func() { p.Pool() })
+	assert.Zero(t, kp.Pool().Len(), "no key has state")
+}
+
+// A key's Pool's PrepareConn refusals are bounded by the key's MaxSizePerKey, not by
 // the key's figures of the moment: a refused connection is destroyed, and a
 // key whose only connection was destroyed has no state left (its figures
 // are zero). The call retries on new connections, as pgxpool does, until one
@@ -501,5 +547,5 @@ func TestKeyedPrepareConnRefusalsRetryOnNewConnections(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	requireRightDatabase(t, ctx, kp.For(ts.keys[0]), ts.keys[0])
 	assert.EqualValues(t, 3, refused.Load(), "two refusals, then an accepted connection")
-	assert.EqualValues(t, 3, kp.Stats().Created)
+	assert.EqualValues(t, 3, kp.Pool().Stats().Created)
 }

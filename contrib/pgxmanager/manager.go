@@ -13,27 +13,64 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/poolkit/poolkit/manager"
+	"github.com/poolkit/poolkit/pool"
 )
 
-// Defaults for the zero values of Config.
+// The defaults of Config's zero values, which its fields' docs give.
 const (
-	// DefaultPingAfter is Config.PingAfter's default: Recycle pings a
-	// connection idle for a second or more, as pgxpool does.
-	DefaultPingAfter = time.Second
-	// DefaultPingTimeout is Config.PingTimeout's default.
-	DefaultPingTimeout = 5 * time.Second
-	// DefaultCloseTimeout is Config.CloseTimeout's default: a connection's
-	// close (a Terminate message written, the server's backend gone) takes
-	// a millisecond or two unless the server has stopped answering.
-	DefaultCloseTimeout = 250 * time.Millisecond
+	// defaultPingAfter: Recycle pings a connection idle for a second or
+	// more, as pgxpool does.
+	defaultPingAfter   = time.Second
+	defaultPingTimeout = 5 * time.Second
+	// defaultCloseTimeout: a connection's close (a Terminate message
+	// written, the server's backend gone) takes a millisecond or two unless
+	// the server has stopped answering.
+	defaultCloseTimeout = 250 * time.Millisecond
 )
 
-// ErrNotReusable is matched (errors.Is) by every error Recycle and
-// CheckRelease return for a connection that must not be handed out again.
-var ErrNotReusable = errors.New("pgxmanager: connection not reusable")
+// errNotReusable is matched by every error Recycle and CheckRelease return
+// for a connection that must not be handed out again (the tests tell these
+// errors from others by it).
+var errNotReusable = errors.New("pgxmanager: connection not reusable")
 
-// ErrInvalidConfig is matched by every error New returns for a bad Config.
-var ErrInvalidConfig = errors.New("pgxmanager: invalid config")
+// ErrInvalidConfig is matched (errors.Is) by every error of a bad
+// configuration that the package returns: from New, ParsePoolConfig (a
+// connection string that does not parse, or a bad pool_* value), Open,
+// OpenConfig, OpenKeyed and OpenKeyedConfig, and a KeyedPool's connect when
+// KeyedPoolConfig.ConfigFor gives a configuration it cannot use. Each such
+// error matches pool.ErrInvalidConfig too, the pool's own included (a bad
+// field of PoolConfig.Pool), and names what is wrong.
+var ErrInvalidConfig error = invalidConfig{}
+
+// invalidConfig is ErrInvalidConfig's type: it matches pool.ErrInvalidConfig
+// as well, and so does every error that wraps it.
+type invalidConfig struct{}
+
+func (invalidConfig) Error() string { return "pgxmanager: invalid config" }
+
+func (invalidConfig) Is(target error) bool { return target == pool.ErrInvalidConfig }
+
+// configError is a configuration error of pool's or pgx's, returned with
+// its message and its chain, and made to match ErrInvalidConfig and
+// pool.ErrInvalidConfig both.
+type configError struct{ err error }
+
+func (e configError) Error() string { return e.err.Error() }
+
+func (e configError) Unwrap() error { return e.err }
+
+func (e configError) Is(target error) bool {
+	return target == ErrInvalidConfig || target == pool.ErrInvalidConfig
+}
+
+// asConfigError returns err, pool.New's or pool.NewKeyed's, as a
+// configError when it is a configuration error.
+func asConfigError(err error) error {
+	if errors.Is(err, pool.ErrInvalidConfig) {
+		return configError{err}
+	}
+	return err
+}
 
 // ShouldPingParams are what Config.ShouldPing decides on.
 type ShouldPingParams struct {
@@ -49,7 +86,7 @@ type ShouldPingParams struct {
 // pgxpool.Config's names and meanings; an unset hook costs nothing.
 type Config struct {
 	// ConnConfig is what pgx.ConnectConfig takes; it must come from
-	// pgx.ParseConfig (or ParseConfig here, which also takes pgxpool's
+	// pgx.ParseConfig (or ParsePoolConfig here, which also takes pgxpool's
 	// pool_* parameters out of it: pgx.ParseConfig leaves them among the
 	// run-time parameters, which the server refuses, and New refuses them
 	// too). Required.
@@ -78,19 +115,19 @@ type Config struct {
 	// BeforeClose, if set, runs in Close before each connection is closed.
 	BeforeClose func(c *pgx.Conn)
 	// PingAfter: Recycle pings (one round trip) a connection idle at least
-	// this long before handing it out again. 0: DefaultPingAfter; negative:
-	// never (the checks without a round trip still run). Ignored when
-	// ShouldPing is set.
+	// this long before handing it out again. 0: one second, as in pgxpool;
+	// negative: never (the checks without a round trip still run). Ignored
+	// when ShouldPing is set.
 	PingAfter time.Duration
 	// PingTimeout bounds each ping Recycle sends. The ping does not run
 	// under the acquirer's context: an acquirer that gives up returns at
-	// once and the ping finishes without it (see Recycle). 0:
-	// DefaultPingTimeout. Negative is invalid.
+	// once and the ping finishes without it (see Recycle). 0: 5 s.
+	// Negative is invalid.
 	PingTimeout time.Duration
 	// CloseTimeout bounds the close of a connection (see Manager.Close): its
 	// goodbye and the wait for the server to let go of it, after which the
-	// socket is closed regardless and the pool's slot is free. 0:
-	// DefaultCloseTimeout. Negative is invalid.
+	// socket is closed regardless and the pool's slot is free. 0: 250 ms.
+	// Negative is invalid.
 	CloseTimeout time.Duration
 	// CleanupTimeout is how long Close waits for pgconn's clean-up of a
 	// connection pgconn already closed on an error (a query cut short by its
@@ -136,14 +173,14 @@ var (
 )
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: Config."+format, append([]any{ErrInvalidConfig}, args...)...)
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 }
 
 // New returns a Manager for cfg. It returns an error matching
 // ErrInvalidConfig, naming the field, if cfg is invalid.
 func New(cfg Config) (*Manager, error) {
 	if cfg.ConnConfig == nil {
-		return nil, invalid("ConnConfig is nil (use ParseConfig or pgx.ParseConfig)")
+		return nil, invalid("Config.ConnConfig is nil (use ParsePoolConfig or pgx.ParseConfig)")
 	}
 	return newManager(cfg)
 }
@@ -153,30 +190,30 @@ func New(cfg Config) (*Manager, error) {
 func newManager(cfg Config) (*Manager, error) {
 	switch {
 	case cfg.PingTimeout < 0:
-		return nil, invalid("PingTimeout must be >= 0, got %v", cfg.PingTimeout)
+		return nil, invalid("Config.PingTimeout must be >= 0, got %v", cfg.PingTimeout)
 	case cfg.CloseTimeout < 0:
-		return nil, invalid("CloseTimeout must be >= 0, got %v", cfg.CloseTimeout)
+		return nil, invalid("Config.CloseTimeout must be >= 0, got %v", cfg.CloseTimeout)
 	case cfg.CleanupTimeout < 0:
-		return nil, invalid("CleanupTimeout must be >= 0, got %v", cfg.CleanupTimeout)
+		return nil, invalid("Config.CleanupTimeout must be >= 0, got %v", cfg.CleanupTimeout)
 	}
 	if name, ok := poolParam(cfg.ConnConfig); ok {
-		return nil, invalid("ConnConfig.RuntimeParams has %s, %s", name, poolParamAdvice)
+		return nil, invalid("Config.ConnConfig.RuntimeParams has %s, %s", name, poolParamAdvice)
 	}
 	if cfg.PingAfter == 0 {
-		cfg.PingAfter = DefaultPingAfter
+		cfg.PingAfter = defaultPingAfter
 	}
 	if cfg.PingTimeout == 0 {
-		cfg.PingTimeout = DefaultPingTimeout
+		cfg.PingTimeout = defaultPingTimeout
 	}
 	if cfg.CloseTimeout == 0 {
-		cfg.CloseTimeout = DefaultCloseTimeout
+		cfg.CloseTimeout = defaultCloseTimeout
 	}
 	return &Manager{cfg: cfg, pings: make(map[*pgx.Conn]*ping)}, nil
 }
 
 // poolParamAdvice ends the error of a ConnConfig that holds a pgxpool
 // parameter among its run-time parameters.
-const poolParamAdvice = "a pgxpool parameter the server would refuse (parse the connection string with ParseConfig or ParsePoolConfig)"
+const poolParamAdvice = "a pgxpool parameter the server would refuse (parse the connection string with ParsePoolConfig)"
 
 // poolParam returns the first of pgxpool's parameters (poolParams) that cc,
 // if not nil, holds among its run-time parameters, which pgx.ParseConfig
@@ -260,9 +297,9 @@ var doneCtx = func() context.Context {
 }()
 
 // Recycle reports whether c may be handed out again. Every error it returns
-// matches ErrNotReusable; every one but a ping cut short by ctx also matches
-// manager.ErrBroken, so that the pool closes the connection whatever ctx's
-// state.
+// but a ping cut short by ctx matches manager.ErrBroken, so that the pool
+// closes the connection whatever ctx's state; a ping cut short matches
+// ctx's error.
 //
 // First the checks of CheckRelease, with no I/O (a connection pgconn closed
 // is refused here). Then, unless a ping is due (ShouldPing, if set, decides;
@@ -310,7 +347,7 @@ func (m *Manager) Recycle(ctx context.Context, c *pgx.Conn, met manager.Metrics)
 		pc := c.PgConn()
 		if pc.SyncConn(doneCtx) == nil {
 			if err := (manager.Dialer{}).Recycle(ctx, pc.Conn(), met); err != nil {
-				return fmt.Errorf("%w: %w: %w", ErrNotReusable, manager.ErrBroken, err)
+				return fmt.Errorf("%w: %w: %w", errNotReusable, manager.ErrBroken, err)
 			}
 			return nil
 		}
@@ -354,7 +391,7 @@ func (m *Manager) ping(ctx context.Context, c *pgx.Conn) error {
 
 func pingErr(err error) error {
 	if err != nil {
-		return fmt.Errorf("%w: %w: ping: %w", ErrNotReusable, manager.ErrBroken, err)
+		return fmt.Errorf("%w: %w: ping: %w", errNotReusable, manager.ErrBroken, err)
 	}
 	return nil
 }
@@ -368,7 +405,7 @@ func (m *Manager) await(ctx context.Context, c *pgx.Conn, p *ping) error {
 		return pingErr(p.err)
 	case <-ctx.Done():
 		m.park(c, p)
-		return fmt.Errorf("%w: the acquirer gave up during a ping, which goes on without it: %w", ErrNotReusable, ctx.Err())
+		return fmt.Errorf("%w: the acquirer gave up during a ping, which goes on without it: %w", errNotReusable, ctx.Err())
 	}
 }
 
@@ -395,16 +432,16 @@ func (m *Manager) unpark(c *pgx.Conn) *ping {
 
 // Errors of CheckRelease, built once.
 var (
-	errClosed       = fmt.Errorf("%w: %w: closed", ErrNotReusable, manager.ErrBroken)
-	errBusy         = fmt.Errorf("%w: %w: busy (a result not read to its end)", ErrNotReusable, manager.ErrBroken)
-	errAfterRelease = fmt.Errorf("%w: %w: AfterRelease returned false", ErrNotReusable, manager.ErrBroken)
+	errClosed       = fmt.Errorf("%w: %w: closed", errNotReusable, manager.ErrBroken)
+	errBusy         = fmt.Errorf("%w: %w: busy (a result not read to its end)", errNotReusable, manager.ErrBroken)
+	errAfterRelease = fmt.Errorf("%w: %w: AfterRelease returned false", errNotReusable, manager.ErrBroken)
 )
 
 // CheckRelease refuses a connection that is closed, busy (a query's result
 // not read to its end, a batch not closed) or not idle outside a
 // transaction (a transaction left open, or failed and not rolled back), or
 // that AfterRelease refuses: the pool closes it instead of handing it to the
-// next user. Its errors match ErrNotReusable and manager.ErrBroken.
+// next user. Its errors match manager.ErrBroken.
 func (m *Manager) CheckRelease(c *pgx.Conn) error {
 	if err := checkState(c); err != nil {
 		return err
@@ -424,7 +461,7 @@ func checkState(c *pgx.Conn) error {
 	case pc.IsBusy():
 		return errBusy
 	case pc.TxStatus() != 'I':
-		return fmt.Errorf("%w: %w: transaction status %q (a transaction left open)", ErrNotReusable, manager.ErrBroken, pc.TxStatus())
+		return fmt.Errorf("%w: %w: transaction status %q (a transaction left open)", errNotReusable, manager.ErrBroken, pc.TxStatus())
 	}
 	return nil
 }

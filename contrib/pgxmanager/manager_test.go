@@ -34,8 +34,8 @@ func TestNewNamesTheBadField(t *testing.T) {
 	assert.Contains(t, err.Error(), "pool_max_conns")
 	_, err = pgxmanager.New(pgxmanager.Config{ConnConfig: cc, PingAfter: -1})
 	require.NoError(t, err, "a negative PingAfter means never")
-	_, err = pgxmanager.ParseConfig("postgres://u@h:notaport/db")
-	require.Error(t, err)
+	_, err = pgxmanager.ParsePoolConfig("postgres://u@h:notaport/db")
+	require.ErrorIs(t, err, pgxmanager.ErrInvalidConfig)
 }
 
 // connect opens one connection with m, closed at the end of the test.

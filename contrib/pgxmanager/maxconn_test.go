@@ -181,7 +181,7 @@ func TestServerNeverSeesMoreThanMaxSizeUnderChurn(t *testing.T) {
 			return nil
 		})
 		most, samples := stop()
-		s := kp.Stats()
+		s := kp.Pool().Stats()
 		t.Logf("%d queries, %d connects, %d closes for room; at most %d backends in %d samples",
 			ops, s.Connects, s.ClosedBy[pool.CloseEvict], most, samples)
 		assert.Zero(t, tooMany, "queries refused by the server for want of a connection slot")

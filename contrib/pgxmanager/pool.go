@@ -21,6 +21,11 @@ import (
 // pgxpool. It is safe for concurrent use; the Rows, Row, BatchResults and Tx
 // it returns are not.
 //
+// A Pool is a pool's (from Open, OpenConfig or NewPool) or one key's of a
+// KeyedPool (from KeyedPool.For). A key's Pool runs its calls on the key's
+// connections, and its Name, Stats, Stat and Reset are the key's; the
+// KeyedPool is closed as a whole, so its Close and Pool panic.
+//
 // A connection is released by these methods, and the Manager's
 // CheckRelease closes one left closed, busy or in a transaction. A panic in
 // the middle of a call on a connection (a driver.Valuer or codec encoding an
@@ -47,17 +52,17 @@ import (
 // has moved on by the time the error is known), nor does anything once the
 // call's context has ended. Options.DisableRetry turns retries off.
 type Pool struct {
-	p       *pool.Pool[*pgx.Conn] // nil in a DB's Pool
-	src     source                // where Acquire takes connections from: p, or a DB's key's
-	m       *Manager              // the Manager OpenConfig made; nil from NewPool
+	p       *pool.Pool[*pgx.Conn] // nil in a key's Pool
+	src     source                // where Acquire takes connections from: p, or a key's
+	m       *Manager              // the Manager OpenConfig or OpenKeyedConfig made; nil from NewPool
 	cfg     *PoolConfig           // what Config returns copies of; never written after it is made
 	prepare func(context.Context, *pgx.Conn) (bool, error)
 	retry   bool
-	retries *atomic.Int64 // shared by the DBs of a KeyedPool
+	retries *atomic.Int64 // shared by the key's Pools of a KeyedPool
 }
 
-// source is what a Pool's query methods take their connections from: a
-// pool.Pool, or one key's connections of a pool.Keyed (a DB's).
+// source is what a Pool's methods act on: a pool.Pool, or one key's
+// connections of a pool.Keyed (a key's Pool's).
 type source interface {
 	Acquire(ctx context.Context) (pool.Lease[*pgx.Conn], error)
 	// maxSize bounds PrepareConn's refusals in one call: one more than
@@ -65,12 +70,18 @@ type source interface {
 	// destroyed). It is the configured bound, not a count of the moment:
 	// a key whose connections are all destroyed has no state left.
 	maxSize() int
+	name() string
+	stats() pool.Stats
+	reset()
 }
 
 // poolSource is a pool.Pool as a source.
 type poolSource struct{ *pool.Pool[*pgx.Conn] }
 
-func (s poolSource) maxSize() int { return s.Stats().MaxSize }
+func (s poolSource) maxSize() int      { return s.Stats().MaxSize }
+func (s poolSource) name() string      { return s.Name() }
+func (s poolSource) stats() pool.Stats { return s.Stats() }
+func (s poolSource) reset()            { s.Reset() }
 
 // NewPool returns a Pool over p, whatever its Manager, with the facade's
 // options opts. Its Config reports only opts; its Stat counts no forced
@@ -109,8 +120,8 @@ func facade(opts Options) *Pool {
 // MaxLifetime), replaces the connection string's pool_max_conn_lifetime and
 // pool_max_conn_lifetime_jitter together. Of the pair, a zero
 // LifetimeJitter means none, and a zero MaxLifetime the string's
-// pool_max_conn_lifetime (else DefaultMaxLifetime), without the string's
-// jitter. So a MaxLifetime in pc is the longest a connection lives,
+// pool_max_conn_lifetime (else pgxpool's default, 1 h), without the
+// string's jitter. So a MaxLifetime in pc is the longest a connection lives,
 // whatever jitter the string gives.
 func Open(connString string, pc pool.Config) (*Pool, error) {
 	cfg, err := ParsePoolConfig(connString)
@@ -133,43 +144,65 @@ func Open(connString string, pc pool.Config) (*Pool, error) {
 // in a pool.Pool of cfg.Pool (with pgxpool's defaults in its zero fields:
 // see PoolConfig), with the facade's cfg.Options. It works on a copy of
 // cfg. It does not connect: the first query does (or the pool's
-// maintainer, with cfg.Pool.MinIdle set). New's and pool.New's errors
-// (naming a bad field) are returned.
+// maintainer, with cfg.Pool.MinIdle set). A bad configuration (a nil cfg,
+// a bad field of cfg.Config, as New says, or of cfg.Pool, as pool.New
+// says) is an error that matches ErrInvalidConfig and pool.ErrInvalidConfig
+// and names what is wrong.
 func OpenConfig(cfg *PoolConfig) (*Pool, error) {
 	if cfg == nil {
 		return nil, invalid("nil *PoolConfig")
 	}
 	c := cfg.Copy()
-	c.Pool = withDefaults(c.Pool)
+	pc, zeros := c.opened()
 	m, err := New(c.Config)
 	if err != nil {
 		return nil, err
 	}
-	c.Config = m.cfg // with the Manager's defaults, for Config
-	p, err := pool.New[*pgx.Conn](m, forPool(c.Pool))
+	p, err := pool.New[*pgx.Conn](m, forPool(pc))
 	if err != nil {
-		return nil, err
+		return nil, asConfigError(err)
 	}
+	c.Config = m.cfg // with the Manager's defaults, for Config
+	c.Pool, c.zeros = reported(pc, zeros)
 	fp := NewPool(p, c.Options)
 	fp.m, fp.cfg = m, c
 	return fp, nil
 }
 
-// Pool returns the underlying pool, for SetMaxSize, Warm, TryAcquire.
-func (p *Pool) Pool() *pool.Pool[*pgx.Conn] { return p.p }
+// Pool returns the underlying pool, for SetMaxSize, Warm, TryAcquire. It
+// panics for a key's Pool: KeyedPool.Pool has the keyed pool.
+func (p *Pool) Pool() *pool.Pool[*pgx.Conn] {
+	if p.p == nil {
+		panic("pgxmanager: Pool of a key's Pool (KeyedPool.For): the keyed pool is KeyedPool.Pool")
+	}
+	return p.p
+}
+
+// Name returns the pool's name, pool.Config.Name (PoolConfig.Pool.Name),
+// which contrib/poolprom and contrib/poolotel label its figures with; a
+// key's Pool has its KeyedPool's (pool.KeyedConfig.Name).
+func (p *Pool) Name() string { return p.src.name() }
 
 // Config returns a copy of the configuration the Pool was opened with
-// (OpenConfig, Open), defaults filled in: fed to OpenConfig it opens the
-// same pool again. For a Pool made by NewPool it holds only the Options.
+// (OpenConfig, Open), defaults filled in, as pgxpool's Config does: fed to
+// OpenConfig it opens the same pool again. MaxLifetime, MaxIdleTime and
+// HealthCheckPeriod read as pgxpool's would: 0 for no lifetime limit, for
+// no health checks, and for the idle time pool_max_conn_idle_time=0 gave
+// (see PoolConfig); a MaxIdleTime of none, which pgxpool cannot set, stays
+// negative. For a Pool made by NewPool, or a key's Pool, it holds only the
+// Options.
 func (p *Pool) Config() *PoolConfig { return p.cfg.Copy() }
 
-// Stats returns the pool's statistics.
-func (p *Pool) Stats() pool.Stats { return p.p.Stats() }
+// Stats returns the pool's statistics (pool.Pool.Stats). A key's Pool
+// returns the key's (pool.Keyed.KeyStats), or, for a key without
+// connections or waiters, zero figures and the key's MaxSize.
+func (p *Pool) Stats() pool.Stats { return p.src.stats() }
 
-// Stat returns the pool's statistics under pgxpool.Stat's method names,
-// with the facade's own counters.
+// Stat returns the pool's statistics (Stats) under pgxpool.Stat's method
+// names, with the facade's own counters. For a key's Pool, those two
+// (RetryCount, ForcedCloseCount) are the KeyedPool's, every key's.
 func (p *Pool) Stat() *Stat {
-	st := &Stat{s: p.p.Stats(), retries: p.retries.Load()}
+	st := &Stat{s: p.src.stats(), retries: p.retries.Load()}
 	if p.m != nil {
 		st.forced = p.m.ForcedCloses()
 	}
@@ -177,13 +210,20 @@ func (p *Pool) Stat() *Stat {
 }
 
 // Reset closes every idle connection, and every leased one when it is
-// released, leaving the pool open (pool.Pool.Reset).
-func (p *Pool) Reset() { p.p.Reset() }
+// released, leaving the pool open (pool.Pool.Reset). A key's Pool resets
+// the key's connections only (pool.Keyed.ResetKey): after a tenant's
+// database moved, or its role's password changed.
+func (p *Pool) Reset() { p.src.reset() }
 
 // Close closes the pool (see pool.Pool.Close): it returns once every
 // connection is closed, leased ones included once they are released, or
-// ctx's error.
-func (p *Pool) Close(ctx context.Context) error { return p.p.Close(ctx) }
+// ctx's error. It panics for a key's Pool: close its KeyedPool.
+func (p *Pool) Close(ctx context.Context) error {
+	if p.p == nil {
+		panic("pgxmanager: Close of a key's Pool (KeyedPool.For): close the KeyedPool")
+	}
+	return p.p.Close(ctx)
+}
 
 // errTooManyRefusals ends an Acquire whose every connection PrepareConn
 // refused.

@@ -7,17 +7,14 @@ import (
 )
 
 // Stat is a snapshot of a Pool's statistics under pgxpool.Stat's method
-// names and types, read from pool.Stats (Stats has them all, and more), so
-// that code and dashboards written against pgxpool.Stat carry over. Where
+// names and types, read from pool.Stats (Pool.Stats has them all, and more),
+// so that code and dashboards written against pgxpool.Stat carry over. Where
 // pool.Stats counts differently, the method says what it returns.
 type Stat struct {
 	s       pool.Stats
 	retries int64
 	forced  uint64
 }
-
-// Stats returns the pool.Stats the snapshot was read from.
-func (s *Stat) Stats() pool.Stats { return s.s }
 
 // AcquireCount returns the cumulative count of successful acquires.
 func (s *Stat) AcquireCount() int64 { return int64(s.s.Acquires) }

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/poolkit/poolkit/internal/keyfold"
+	"github.com/poolkit/poolkit/contrib/poolotel/internal/keyfold"
 	"github.com/poolkit/poolkit/pool"
 )
 

@@ -87,8 +87,9 @@ const (
 // Options name a pool's measurements.
 type Options struct {
 	// Name is the pool's name, the value of PoolNameKey (ObservePool) or
-	// BytesNameKey (ObserveBytes). Required, but ObservePool takes a
-	// pool's pool.Config.Name (Pool.Name) when it is empty.
+	// BytesNameKey (ObserveBytes). Required, but ObservePool takes the
+	// result of the pool's method Name() string when it is empty: a
+	// pool.Pool's pool.Config.Name, a facade's such as pgxmanager.Pool's.
 	Name string
 	// Attributes are added to every measurement.
 	Attributes []attribute.KeyValue

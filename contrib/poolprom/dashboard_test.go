@@ -61,6 +61,57 @@ func TestDashboardCheckFindsWhatIsWrong(t *testing.T) {
 	require.NotContains(t, got, "shows no poolkit_pool_blocked_acquire_seconds")
 }
 
+// A panel whose series exist only with Options.PerClass says so in its
+// title: without it the panel is empty, and an empty panel reads as a
+// pool holding nothing. The metrics that need PerClass are those a bytes
+// collector exports with it and not without.
+func TestDashboardPanelOfPerClassSeriesSaysItNeedsPerClass(t *testing.T) {
+	var optional []string
+	synctest.Test(t, func(t *testing.T) {
+		b := pooltest.DriveBytes(t)
+		families := func(o poolprom.Options) map[string]bool {
+			reg := prometheus.NewPedanticRegistry()
+			reg.MustRegister(poolprom.NewBytesCollector(b, o))
+			fs, err := reg.Gather()
+			require.NoError(t, err)
+			names := map[string]bool{}
+			for _, f := range fs {
+				names[f.GetName()] = true
+			}
+			return names
+		}
+		without := families(poolprom.Options{})
+		for name := range families(poolprom.Options{PerClass: true}) {
+			if !without[name] {
+				optional = append(optional, name)
+			}
+		}
+	})
+	require.NotEmpty(t, optional, "PerClass adds series")
+
+	data, err := os.ReadFile("dashboard.json")
+	require.NoError(t, err)
+	var d struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	require.NoError(t, json.Unmarshal(data, &d))
+	shown := 0
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			for _, name := range optional {
+				if strings.Contains(tg.Expr, name) {
+					shown++
+					require.Contains(t, p.Title, "PerClass", "panel %q shows %s", p.Title, name)
+				}
+			}
+		}
+	}
+	require.Positive(t, shown, "the dashboard shows the per-class series")
+}
+
 // exportedFamilies gathers a registry with both collectors on real pools
 // (the pool labelled pool="db", as the dashboard expects), PerClass on. The
 // pool's known state is driven in a synctest bubble, as pooltest requires.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/poolkit/poolkit/internal/keyfold"
+	"github.com/poolkit/poolkit/contrib/poolprom/internal/keyfold"
 	"github.com/poolkit/poolkit/pool"
 )
 

@@ -10,7 +10,8 @@
 // pool.Stats has one field per value (connections by state, closes by
 // reason). Pools registered together are told apart by [Options.ConstLabels],
 // which must then use the same label names for every pool; a pool with a
-// [pool.Config.Name] gets the label pool="Name" unless ConstLabels sets "pool".
+// [pool.Config.Name] (or a facade over one with a Name method, such as
+// pgxmanager.Pool) gets the label pool="Name" unless ConstLabels sets "pool".
 //
 //	reg.MustRegister(poolprom.NewPoolCollector(p, poolprom.Options{ConstLabels: prometheus.Labels{"pool": "db"}}))
 //
@@ -25,7 +26,7 @@
 //	poolkit_pool_connect_errors_total              counter
 //	poolkit_pool_connections_created_total         counter
 //	poolkit_pool_connections_detached_total        counter
-//	poolkit_pool_connections_closed_total{reason}  counter: reason is a pool.CloseReason's String (lifetime, idle, uses, recycle, destroy, reset, release_check, shrink, pool_closed, max_idle, health_check, evict)
+//	poolkit_pool_connections_closed_total{reason}  counter: reason is a pool.CloseReason's String (lifetime, idle, uses, recycle, destroy, reset, release_check, shrink, pool_closed, max_idle, health_check, evict, evict_surplus, evict_hot)
 //	poolkit_pool_waits_total                       counter: acquires that waited in line
 //	poolkit_pool_wait_seconds_total                counter: time spent waiting
 //	poolkit_pool_timeouts_total                    counter: waits or connects ended by a deadline
@@ -67,7 +68,8 @@
 // in the example above): connections by state, blocked acquires (rate,
 // mean and quantiles from the histogram), closes by reason, connects, and
 // the byte pool's retention and sources. A keyed collector's totals are
-// on it as a pool's; its per-key series are not.
+// on it as a pool's; its per-key series are not. Its per-class panel is
+// empty unless the bytes collector has Options.PerClass, as its title says.
 package poolprom
 
 import (
@@ -99,8 +101,9 @@ type Options struct {
 	PerClass bool
 }
 
-// named adds the label pool="Name" when p has a name (pool.Config.Name, read
-// with Pool.Name) and o's ConstLabels set no "pool" label of their own.
+// named adds the label pool="Name" when p has a name (its Name method's:
+// pool.Pool's, pool.Keyed's, pgxmanager.Pool's) and o's ConstLabels set no
+// "pool" label of their own.
 func (o Options) named(p PoolStatser) Options {
 	n, ok := p.(interface{ Name() string })
 	if !ok || n.Name() == "" {
@@ -123,7 +126,9 @@ func (o Options) namespace() string {
 }
 
 // PoolStatser is what [NewPoolCollector] reads: a *pool.Pool[T] of any T, or a
-// facade over one (such as pgxmanager.Pool).
+// facade over one (such as pgxmanager.Pool). If it also has a method
+// Name() string, as both of those do, its result is the pool label (see
+// [NewPoolCollector]).
 type PoolStatser interface{ Stats() pool.Stats }
 
 // BytesStatser is what [NewBytesCollector] reads: a *[bytepool.Pool].
@@ -269,7 +274,10 @@ func blockedDesc(o Options, subsystem string, lead ...string) *prometheus.Desc {
 }
 
 // NewPoolCollector returns a collector of p's statistics (see the package
-// doc for the metrics). It reads p.Stats once per scrape.
+// doc for the metrics). It reads p.Stats once per scrape. If p has a method
+// Name() string whose result is not empty, every series has the label
+// pool=p.Name(), unless o.ConstLabels sets "pool": so a named pool, or a
+// facade over one, registers beside a named keyed collector.
 func NewPoolCollector(p PoolStatser, o Options) prometheus.Collector {
 	o = o.named(p)
 	return poolCollector{

@@ -262,3 +262,44 @@ func TestPoolCollectorLabelsANamedPool(t *testing.T) {
 `+tc.want+"\n"), "poolkit_pool_max_connections"))
 	}
 }
+
+// facade stands for a facade over a pool, such as pgxmanager.Pool: the
+// pool's Stats and Name, on a type of its own.
+type facade struct{ p *pool.Pool[int] }
+
+func (f facade) Stats() pool.Stats { return f.p.Stats() }
+func (f facade) Name() string      { return f.p.Name() }
+
+// unnamedFacade is a facade without a Name method.
+type unnamedFacade struct{ p *pool.Pool[int] }
+
+func (f unnamedFacade) Stats() pool.Stats { return f.p.Stats() }
+
+// A facade over a pool is labelled by its Name method, as the pool is, so
+// that it registers beside a named keyed collector: a registry refuses one
+// metric name with two sets of label names, as it does for a facade
+// without a name.
+func TestPoolCollectorLabelsANamedFacade(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, err := pool.New[int](manager.Funcs[int]{ConnectFunc: func(context.Context) (int, error) { return 1, nil }},
+			pool.Config{Name: "db", MaxSize: 3})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, p.Close(context.Background())) })
+		k := pooltest.NewKeyed(t)
+
+		reg := prometheus.NewPedanticRegistry()
+		require.NoError(t, reg.Register(poolprom.NewPoolCollector(facade{p}, poolprom.Options{})))
+		require.NoError(t, reg.Register(poolprom.NewKeyedCollector(k, poolprom.KeyedOptions[string]{})))
+		require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP poolkit_pool_max_connections The most connections the pool may hold (MaxSize).
+# TYPE poolkit_pool_max_connections gauge
+poolkit_pool_max_connections{pool="db"} 3
+poolkit_pool_max_connections{pool="tenants"} 64
+`), "poolkit_pool_max_connections"))
+
+		reg = prometheus.NewPedanticRegistry()
+		require.NoError(t, reg.Register(poolprom.NewPoolCollector(unnamedFacade{p}, poolprom.Options{})))
+		err = reg.Register(poolprom.NewKeyedCollector(k, poolprom.KeyedOptions[string]{}))
+		require.ErrorContains(t, err, "different label names")
+	})
+}

@@ -12,9 +12,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/poolkit/poolkit/internal/cacheline"
 	"time"
 	"unsafe"
+
+	"github.com/poolkit/poolkit/benches/internal/cacheline"
 )
 
 // Conn stands in for a pooled connection: a heap object of a cache line that

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/poolkit/poolkit/internal/cacheline"
 	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/poolkit/poolkit/benches/internal/cacheline"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -2,7 +2,6 @@ package contenders
 
 import (
 	"context"
-	"github.com/poolkit/poolkit/internal/cacheline"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,8 @@ import (
 	"github.com/jackc/puddle/v2"
 	gobufferpool "github.com/libp2p/go-buffer-pool"
 	"github.com/valyala/bytebufferpool"
+
+	"github.com/poolkit/poolkit/benches/internal/cacheline"
 )
 
 func gomaxprocs() int { return runtime.GOMAXPROCS(0) }

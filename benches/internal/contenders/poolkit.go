@@ -6,11 +6,11 @@ package contenders
 import (
 	"context"
 	"fmt"
-	"github.com/poolkit/poolkit/internal/cacheline"
 	"io"
 	"log/slog"
 	"time"
 
+	"github.com/poolkit/poolkit/benches/internal/cacheline"
 	"github.com/poolkit/poolkit/bytepool"
 	"github.com/poolkit/poolkit/manager"
 	"github.com/poolkit/poolkit/pool"

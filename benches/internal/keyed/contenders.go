@@ -112,7 +112,7 @@ func openKeyedPool(dbs []string, configs map[string]*pgx.ConnConfig, cfg pool.Ke
 	if err != nil {
 		return client{}, err
 	}
-	fors := make([]*pgxmanager.DB, len(dbs))
+	fors := make([]*pgxmanager.Pool, len(dbs))
 	for i, name := range dbs {
 		fors[i] = kp.For(name)
 	}
@@ -131,7 +131,7 @@ func openKeyedPool(dbs []string, configs map[string]*pgx.ConnConfig, cfg pool.Ke
 			}, nil
 		},
 		counts: func() counts {
-			st := kp.Stats()
+			st := kp.Pool().Stats()
 			return counts{acquires: int64(st.Acquires), connects: int64(st.Connects), evicted: evicted(st)}
 		},
 		close: func() {

@@ -15,8 +15,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/poolkit/poolkit/benches/internal/cacheline"
 	"github.com/poolkit/poolkit/benches/internal/results"
-	"github.com/poolkit/poolkit/internal/cacheline"
 	"github.com/poolkit/poolkit/pool"
 )
 

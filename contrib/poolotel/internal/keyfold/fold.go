@@ -1,6 +1,11 @@
 // Package keyfold picks the keys of a keyed pool that an exporter reports,
 // a bound at most, and folds the rest into one series whose counters never
-// fall: the logic contrib/poolprom and contrib/poolotel share.
+// fall (decision 0015).
+//
+// contrib/poolprom and contrib/poolotel each hold this package, byte for
+// byte the same, under their own internal/: neither module's code may
+// import another module's internal packages, and .ci/run fails when the
+// two copies differ. Change both.
 package keyfold
 
 import (
@@ -43,6 +48,8 @@ type Folder[K comparable] struct {
 	folded counts
 }
 
+// New returns a Folder that names a key with name (nil: fmt.Sprint) and
+// exports maxKeys keys at most.
 func New[K comparable](name func(K) string, maxKeys int) *Folder[K] {
 	if name == nil {
 		name = func(k K) string { return fmt.Sprint(k) }
