@@ -32,8 +32,9 @@ import (
 //   - A key that holds nothing (starving: it has waiters and no object)
 //     gets room at once if there is room nobody uses: a free slot, or the
 //     least recently used surplus object of a key nobody waits for, closed
-//     for it (CloseEvict); at once too from the release of a key that holds
-//     two objects or more. Once it has starved for bound (about one
+//     for it (CloseEvict); at once too from a key that holds two objects
+//     or more (an idle one of a key nobody waits for, or its next
+//     release). Once it has starved for bound (about one
 //     connect), it takes any idle object of a key nobody waits for, or the
 //     next object released. So a key whose one object is in use keeps it
 //     for at least a connect's time, which pays for the connect that
