@@ -77,7 +77,7 @@ func TestObserveKeyedMeasuresTheTotalsByDefault(t *testing.T) {
 }
 
 // Options.PerKey adds each key's points, named by KeyName, on twin
-// instruments beside the totals (which stay as they are), 30 points a key
+// instruments beside the totals (which stay as they are), 32 points a key
 // as the doc says; each key's are its KeyStats.
 func TestObserveKeyedMeasuresKeysOnlyWithPerKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -116,7 +116,7 @@ func TestKeyedCollectorExportsTheTotalsByDefault(t *testing.T) {
 }
 
 // Options.PerKey adds each key's series, named by KeyName, beside the
-// totals (which stay as they are), 56 series a key as the doc says; each
+// totals (which stay as they are), 58 series a key as the doc says; each
 // key's are its KeyStats.
 func TestKeyedCollectorExportsKeysOnlyWithPerKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
