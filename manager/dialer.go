@@ -9,13 +9,9 @@ import (
 	"time"
 )
 
-// ErrNotReusable is matched (with [errors.Is]) by every error [Dialer.Recycle]
-// returns. A connection the peer has closed also matches io.EOF; one that
-// failed with a socket error also matches that error (a syscall.Errno such as
-// ECONNRESET, or net.ErrClosed for a connection already closed locally).
-// [ErrNotReusable] matches [ErrBroken]: a connection found closed or unclean is
-// closed by the pool even when the acquirer's context has ended.
-var ErrNotReusable error = &brokenError{"manager: connection not reusable"}
+// errNotReusable is wrapped by every error Dialer.Recycle returns; it
+// matches ErrBroken.
+var errNotReusable error = &brokenError{"manager: connection not reusable"}
 
 // brokenError is an error of its own that also matches ErrBroken.
 type brokenError struct{ msg string }
@@ -24,7 +20,7 @@ func (e *brokenError) Error() string { return e.msg }
 func (e *brokenError) Unwrap() error { return ErrBroken }
 
 // errNilConn is what Recycle returns for a nil conn.
-var errNilConn = fmt.Errorf("%w: nil connection", ErrNotReusable)
+var errNilConn = fmt.Errorf("%w: nil connection", errNotReusable)
 
 // Dialer is a [Manager] for stream sockets: TCP ("tcp", "tcp4", "tcp6") and
 // Unix ("unix"). Connect dials with a [net.Dialer], Recycle clears the
@@ -38,7 +34,7 @@ var errNilConn = fmt.Errorf("%w: nil connection", ErrNotReusable)
 // connection fail by itself: keep-alive probes that go unanswered, or data
 // left unacknowledged for UserTimeout, end it with an error (ETIMEDOUT).
 //
-// The zero Timeout and KeepAlive mean net.Dialer's defaults. The fields are
+// The zero KeepAlive means net.Dialer's default. The fields are
 // read, never written, by the methods; a Dialer is safe for concurrent use
 // as long as nobody changes its fields once a pool holds it. The pool never
 // calls Recycle or Close for the same connection concurrently.
@@ -48,11 +44,6 @@ type Dialer struct {
 	// Address is what net.Dial takes for Network: "host:port", or a socket
 	// path. Required.
 	Address string
-	// Timeout bounds each dial, on top of the deadline of Connect's
-	// context, whichever comes first (net.Dialer.Timeout). Zero means no
-	// bound but the context's (and the operating system's); negative is
-	// invalid.
-	Timeout time.Duration
 	// KeepAlive is the TCP keep-alive period (net.Dialer.KeepAlive): zero
 	// means Go's default (enabled), negative disables keep-alives. Ignored
 	// for Unix sockets.
@@ -87,20 +78,17 @@ func (d Dialer) validate() error {
 	if d.Address == "" {
 		return errors.New("manager: Dialer.Address is empty")
 	}
-	if d.Timeout < 0 {
-		return fmt.Errorf("manager: Dialer.Timeout %v is negative", d.Timeout)
-	}
 	if d.UserTimeout < 0 {
 		return fmt.Errorf("manager: Dialer.UserTimeout %v is negative", d.UserTimeout)
 	}
 	return nil
 }
 
-// Connect dials d.Address; ctx bounds the dial (its deadline, together with
-// Timeout, and its cancellation). It returns an error naming the field if d
+// Connect dials d.Address; ctx bounds the dial (its deadline, which a pool's
+// ConnectTimeout sets, and its cancellation). It returns an error naming the field if d
 // is invalid (see the fields), else net.Dialer.DialContext's result. A dial
 // error (a *net.OpError: errors.As finds it) is returned as is, except that a
-// dial that ran out of time, by Timeout or by ctx's deadline, returns an
+// dial that ran out of time by ctx's deadline returns an
 // error that always matches [context.DeadlineExceeded] (and is a net.Error
 // whose Timeout is true); net reports some of these as os.ErrDeadlineExceeded
 // alone. A dial cut short by ctx's cancellation matches [context.Canceled].
@@ -108,7 +96,7 @@ func (d Dialer) Connect(ctx context.Context) (net.Conn, error) {
 	if err := d.validate(); err != nil {
 		return nil, err
 	}
-	nd := net.Dialer{Timeout: d.Timeout, KeepAlive: d.KeepAlive, KeepAliveConfig: d.KeepAliveConfig}
+	nd := net.Dialer{KeepAlive: d.KeepAlive, KeepAliveConfig: d.KeepAliveConfig}
 	if d.UserTimeout > 0 {
 		nd.Control = userTimeout(d.UserTimeout)
 	}
@@ -132,10 +120,13 @@ func (d Dialer) Connect(ctx context.Context) (net.Conn, error) {
 // user starts without one; then, on Unix, it peeks at one byte of the socket
 // with MSG_PEEK|MSG_DONTWAIT. A connection with nothing to read is reusable
 // (nil).
-// One the peer has closed returns an error matching [ErrNotReusable] and
-// io.EOF; one with unread bytes (a reply nobody read: the protocol is out of
-// step) or a socket error (reset by the peer, closed locally) returns an
-// error matching ErrNotReusable. ctx and m are not consulted.
+// One the peer has closed returns an error matching [ErrBroken] and io.EOF;
+// one with unread bytes (a reply nobody read: the protocol is out of step)
+// or a socket error (reset by the peer, closed locally) returns an error
+// matching ErrBroken (and the socket error: a syscall.Errno such as
+// ECONNRESET, or net.ErrClosed). A connection found closed or unclean is
+// thus closed by the pool even when the acquirer's context has ended. ctx
+// and m are not consulted.
 //
 // Only a connection that implements syscall.Conn (as *net.TCPConn and
 // *net.UnixConn, which Connect returns, do) can be checked. Any other — a
@@ -154,7 +145,7 @@ func (Dialer) Recycle(ctx context.Context, conn net.Conn, m Metrics) error {
 	// A past deadline would make the peek (and the next user's I/O) fail
 	// with os.ErrDeadlineExceeded on a healthy connection.
 	if err := conn.SetDeadline(time.Time{}); err != nil {
-		return fmt.Errorf("%w: %w", ErrNotReusable, err)
+		return fmt.Errorf("%w: %w", errNotReusable, err)
 	}
 	return peek(conn)
 }

@@ -32,7 +32,7 @@ func TestDialerConnectToClosedPortReturnsTheDialError(t *testing.T) {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 
-	d := manager.Dialer{Network: "tcp", Address: addr, Timeout: 10 * time.Second}
+	d := manager.Dialer{Network: "tcp", Address: addr}
 	conn, err := d.Connect(context.Background())
 	require.Nil(t, conn)
 	require.ErrorIs(t, err, syscall.ECONNREFUSED)
@@ -73,7 +73,7 @@ func TestDialerRecycleDetectsAConnThePeerClosed(t *testing.T) {
 		require.NoError(t, server.Close())
 
 		err := recycleUntilError(t, d, client)
-		require.ErrorIs(t, err, manager.ErrNotReusable)
+		require.ErrorIs(t, err, manager.ErrBroken)
 		require.ErrorIs(t, err, io.EOF)
 	})
 }
@@ -86,7 +86,7 @@ func TestDialerRecycleDetectsAConnThePeerReset(t *testing.T) {
 	require.NoError(t, server.Close())
 
 	err := recycleUntilError(t, d, client)
-	require.ErrorIs(t, err, manager.ErrNotReusable)
+	require.ErrorIs(t, err, manager.ErrBroken)
 	require.ErrorIs(t, err, syscall.ECONNRESET)
 	require.NotErrorIs(t, err, io.EOF)
 }
@@ -99,7 +99,7 @@ func TestDialerRecycleRejectsAConnWithUnreadData(t *testing.T) {
 		require.NoError(t, err)
 
 		err = recycleUntilError(t, d, client)
-		require.ErrorIs(t, err, manager.ErrNotReusable)
+		require.ErrorIs(t, err, manager.ErrBroken)
 		require.NotErrorIs(t, err, io.EOF)
 		require.ErrorContains(t, err, "unread data")
 
@@ -123,7 +123,7 @@ func TestDialerRecycleRejectsUnreadDataBeforeEOF(t *testing.T) {
 	require.NoError(t, server.Close())
 
 	err = recycleUntilError(t, d, client)
-	require.ErrorIs(t, err, manager.ErrNotReusable)
+	require.ErrorIs(t, err, manager.ErrBroken)
 	require.ErrorContains(t, err, "unread data")
 }
 
@@ -134,7 +134,7 @@ func TestDialerRecycleRejectsAConnClosedLocally(t *testing.T) {
 		require.NoError(t, client.Close())
 
 		err := d.Recycle(context.Background(), client, manager.Metrics{})
-		require.ErrorIs(t, err, manager.ErrNotReusable)
+		require.ErrorIs(t, err, manager.ErrBroken)
 		require.ErrorIs(t, err, net.ErrClosed)
 	})
 }
@@ -156,7 +156,7 @@ func TestDialerRecycleChecksOtherSyscallConns(t *testing.T) {
 	require.NoError(t, server.Close())
 
 	err := recycleUntilError(t, d, w)
-	require.ErrorIs(t, err, manager.ErrNotReusable)
+	require.ErrorIs(t, err, manager.ErrBroken)
 	require.ErrorIs(t, err, io.EOF)
 }
 

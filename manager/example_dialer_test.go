@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"time"
 
 	"github.com/poolkit/poolkit/manager"
 )
@@ -48,7 +47,7 @@ func ExampleDialer() {
 	}()
 	defer func() { ln.Close(); <-served }()
 
-	d := manager.Dialer{Network: "tcp", Address: ln.Addr().String(), Timeout: 5 * time.Second}
+	d := manager.Dialer{Network: "tcp", Address: ln.Addr().String()}
 	ctx := context.Background()
 	conn, err := d.Connect(ctx)
 	if err != nil {
@@ -70,7 +69,7 @@ func ExampleDialer() {
 	exchange("two")
 	err = d.Recycle(ctx, conn, manager.Metrics{Uses: 2})
 	fmt.Println("after two:", err)
-	fmt.Println("not reusable:", errors.Is(err, manager.ErrNotReusable))
+	fmt.Println("not reusable:", errors.Is(err, manager.ErrBroken))
 	// Output:
 	// new: <nil>
 	// sent one, got "one\n"

@@ -17,7 +17,7 @@ var errNoConnectFunc = errors.New("manager: Funcs.ConnectFunc is nil")
 //	}
 //
 // A nil RecycleFunc treats every object as reusable (and a pool then does
-// not call Recycle at all: see SkipRecycle); a nil CloseFunc makes
+// not call Recycle at all); a nil CloseFunc makes
 // Close do nothing. A nil ConnectFunc makes Connect fail with an error naming
 // the field, so a Funcs without one is a Manager that never produces an
 // object.
@@ -37,10 +37,7 @@ type Funcs[T any] struct {
 	CloseFunc func(obj T) error
 }
 
-var (
-	_ Manager[int]   = Funcs[int]{}
-	_ RecycleSkipper = Funcs[int]{}
-)
+var _ Manager[int] = Funcs[int]{}
 
 // Connect calls f.ConnectFunc. If it is nil, Connect returns the zero T and
 // an error naming the field.
@@ -59,10 +56,6 @@ func (f Funcs[T]) Recycle(ctx context.Context, obj T, m Metrics) error {
 	}
 	return f.RecycleFunc(ctx, obj, m)
 }
-
-// SkipRecycle reports whether RecycleFunc is nil: Recycle then does
-// nothing, and a pool need not call it (see RecycleSkipper).
-func (f Funcs[T]) SkipRecycle() bool { return f.RecycleFunc == nil }
 
 // Close calls f.CloseFunc, or returns nil if it is nil.
 func (f Funcs[T]) Close(obj T) error {

@@ -77,16 +77,6 @@ func TestFuncsPointerAlsoImplementsManager(t *testing.T) {
 	require.Equal(t, 7, obj)
 }
 
-// Funcs without a RecycleFunc says it has no check (RecycleSkipper), so a
-// pool skips the call; with one, it does not.
-func TestFuncsWithoutRecycleFuncSkipsRecycle(t *testing.T) {
-	var m manager.Manager[int] = manager.Funcs[int]{}
-	s, ok := m.(manager.RecycleSkipper)
-	require.True(t, ok)
-	require.True(t, s.SkipRecycle())
-	require.False(t, manager.Funcs[int]{RecycleFunc: func(context.Context, int, manager.Metrics) error { return nil }}.SkipRecycle())
-}
-
 func TestKeyedFuncsPassTheKeyAndMeanWhatFuncsMean(t *testing.T) {
 	var got string
 	f := manager.KeyedFuncs[string, int]{ConnectFunc: func(_ context.Context, key string) (int, error) {
@@ -97,7 +87,6 @@ func TestKeyedFuncsPassTheKeyAndMeanWhatFuncsMean(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 8, v)
 	require.Equal(t, "tenant-7", got)
-	require.True(t, f.SkipRecycle())
 	require.NoError(t, f.Recycle(context.Background(), v, manager.Metrics{}))
 	require.NoError(t, f.Close(v))
 	_, err = manager.KeyedFuncs[string, int]{}.Connect(context.Background(), "k")

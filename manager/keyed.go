@@ -11,7 +11,7 @@ import (
 // for an object of another key than the one it was made for, and it holds
 // an object's key itself, so they are not told it.
 //
-// A Keyed manager may implement [ReleaseChecker] and [RecycleSkipper], with
+// A Keyed manager may implement [ReleaseChecker] and SkipRecycle, with
 // the meaning they have for a Manager.
 type Keyed[K comparable, T any] interface {
 	// Connect makes a new object for key; see Manager.Connect.
@@ -48,10 +48,7 @@ type KeyedFuncs[K comparable, T any] struct {
 	CloseFunc func(obj T) error
 }
 
-var (
-	_ Keyed[string, int] = KeyedFuncs[string, int]{}
-	_ RecycleSkipper     = KeyedFuncs[string, int]{}
-)
+var _ Keyed[string, int] = KeyedFuncs[string, int]{}
 
 // Connect calls f.ConnectFunc. If it is nil, Connect returns the zero T and
 // an error naming the field.
@@ -72,9 +69,6 @@ func (f KeyedFuncs[K, T]) Recycle(ctx context.Context, obj T, m Metrics) error {
 	}
 	return f.RecycleFunc(ctx, obj, m)
 }
-
-// SkipRecycle reports whether RecycleFunc is nil (see RecycleSkipper).
-func (f KeyedFuncs[K, T]) SkipRecycle() bool { return f.RecycleFunc == nil }
 
 // Close calls f.CloseFunc, or returns nil if it is nil.
 func (f KeyedFuncs[K, T]) Close(obj T) error {

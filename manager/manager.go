@@ -5,14 +5,14 @@
 //
 //   - Funcs builds a Manager from up to three functions, for objects that
 //     need no type of their own; the missing ones default to "always
-//     reusable" (and the pool then skips the check: see RecycleSkipper) and
+//     reusable" (and the pool then skips the check) and
 //     "nothing to close".
 //   - Dialer is a Manager[net.Conn] for TCP and Unix stream sockets: it dials
 //     with a net.Dialer (timeout, keep-alive probes, TCP_USER_TIMEOUT on
 //     Linux, the context's deadline), clears the deadlines a user left and
 //     checks before each reuse, without blocking or consuming anything, that
 //     the connection is open and has nothing unread (Recycle returns an
-//     error matching ErrNotReusable otherwise), and closes it.
+//     error matching ErrBroken otherwise), and closes it.
 //
 // Every [Manager], these included, must be safe for concurrent use: a pool
 // calls it from several goroutines at once, though never for the same
@@ -43,6 +43,13 @@ type Manager[T any] interface {
 	// An error matching ErrBroken closes the object whatever ctx's state.
 	// A Recycle that panics still panics in the acquirer, but the pool closes
 	// the object and frees its slot first.
+	//
+	// A Manager whose Recycle does nothing and always returns nil may say so
+	// with a method SkipRecycle() bool reporting true: the pool then hands
+	// used objects out without calling Recycle, and pays nothing for a check
+	// it does not need (the call, and the guard against its panic). The pool
+	// asks once, when it is made. A Funcs (KeyedFuncs) without RecycleFunc
+	// is taken as saying so.
 	Recycle(ctx context.Context, obj T, m Metrics) error
 	// Close destroys the object. The pool calls it on a goroutine of its own,
 	// never on the caller's; a Close that panics counts as one that failed.
@@ -68,17 +75,6 @@ var ErrBroken = errors.New("manager: object broken")
 // the caller of Release.
 type ReleaseChecker[T any] interface {
 	CheckRelease(obj T) error
-}
-
-// RecycleSkipper may be implemented by a Manager whose Recycle does nothing
-// and always returns nil, to say so: when SkipRecycle reports true, a pool
-// hands used objects out without calling Recycle, and pays nothing for a
-// check it does not need (the call, and the guard against its panic).
-// poolkit's pool asks once, when it is made. Funcs implements it, reporting
-// true when RecycleFunc is nil. It sits beside Manager as
-// driver.SessionResetter sits beside driver.Conn.
-type RecycleSkipper interface {
-	SkipRecycle() bool
 }
 
 // Metrics describes an object's use so far, for Recycle.

@@ -13,8 +13,8 @@ import (
 // Errors of a failed peek, built once so that returning them does not
 // allocate.
 var (
-	errPeerClosed = fmt.Errorf("%w: closed by the peer: %w", ErrNotReusable, io.EOF)
-	errUnreadData = fmt.Errorf("%w: unread data pending (the protocol is out of step)", ErrNotReusable)
+	errPeerClosed = fmt.Errorf("%w: closed by the peer: %w", errNotReusable, io.EOF)
+	errUnreadData = fmt.Errorf("%w: unread data pending (the protocol is out of step)", errNotReusable)
 )
 
 // peek implements Dialer.Recycle on Unix: a one-byte recv with
@@ -84,11 +84,11 @@ func (p *peeker) recv(fd uintptr) bool {
 func (p *peeker) verdict(err error) error {
 	switch {
 	case err != nil: // closed locally, or not a pollable socket
-		return fmt.Errorf("%w: %w", ErrNotReusable, err)
+		return fmt.Errorf("%w: %w", errNotReusable, err)
 	case p.err == syscall.EAGAIN || p.err == syscall.EWOULDBLOCK:
 		return nil
 	case p.err != nil:
-		return fmt.Errorf("%w: %w", ErrNotReusable, os.NewSyscallError("recvfrom", p.err))
+		return fmt.Errorf("%w: %w", errNotReusable, os.NewSyscallError("recvfrom", p.err))
 	case p.n == 0:
 		return errPeerClosed
 	default:

@@ -48,7 +48,7 @@ func startServer(t *testing.T, network, address string) *testServer {
 
 // dialer returns a Dialer for s.
 func (s *testServer) dialer() manager.Dialer {
-	return manager.Dialer{Network: s.ln.Addr().Network(), Address: s.ln.Addr().String(), Timeout: 5 * time.Second}
+	return manager.Dialer{Network: s.ln.Addr().Network(), Address: s.ln.Addr().String()}
 }
 
 // accept returns the server side of the next connection; the test's cleanup

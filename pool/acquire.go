@@ -12,7 +12,7 @@ import (
 // while it waits, in FIFO order behind earlier waiters. Every object handed
 // out passes the expiry checks and, if it was used before,
 // [manager.Manager.Recycle] under ctx (unless the manager has none: see
-// [manager.RecycleSkipper]).
+// skipsRecycle).
 //
 // An Acquire whose ctx has already ended returns its error and hands out
 // nothing; so does one whose ctx ends while it waits or connects, even if an
@@ -175,7 +175,6 @@ func (p *Pool[T]) acquireSlow(ctx context.Context, wait bool) (Lease[T], error) 
 				if src != srcLocal {
 					p.counters.acqOther.Add(1)
 				}
-				e.path = AcquirePath(src)
 				return Lease[T]{e, e.state.Load()}, nil
 			}
 			if src == srcLocal {
@@ -242,7 +241,7 @@ func (p *Pool[T]) acquireHooked(ctx context.Context, wait bool) (Lease[T], error
 	returned = true
 	ev := AcquireEvent{Wait: p.now() - start, Err: err}
 	if err == nil {
-		ev.Path, ev.ID = l.e.path, l.e.m.ID
+		ev.ID = l.e.m.ID
 	}
 	ended := false
 	defer func() {

@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"context"
+	"github.com/poolkit/poolkit/exchange"
 	"runtime"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func TestAcquireReleaseZeroAllocs(t *testing.T) {
 	for _, cfg := range []pool.Config{
 		{MaxSize: 4},
 		{MaxSize: 4, MaxIdleTime: 1 << 40, MaxLifetime: 1 << 40, MaxUses: 1 << 40, AcquireTimeout: 1 << 40},
-		{MaxSize: 4, Exchange: pool.ExchangeMutex, LocalDepth: 1},
+		pool.WithLocalDepth(pool.Config{MaxSize: 4, Exchange: exchange.KindMutex}, 1),
 		// Options that leave the fast paths alone, or send both to the
 		// slow paths (MaxIdle; an Observer, here one that does nothing).
 		{MaxSize: 4, HealthCheckPeriod: time.Hour, MaxIdle: 4},

@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"fmt"
+	"github.com/poolkit/poolkit/exchange"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -67,10 +68,10 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		cfg  pool.Config
 	}{
 		{"Pool", nopMgr{}, pool.Config{MaxSize: 8}},
-		{"PoolNoRecycle", noCheck, pool.Config{MaxSize: 8}}, // a manager.RecycleSkipper
+		{"PoolNoRecycle", noCheck, pool.Config{MaxSize: 8}}, // a manager.Funcs without RecycleFunc: no Recycle call
 		{"Pool/AcquireTimeout", nopMgr{}, pool.Config{MaxSize: 8, AcquireTimeout: time.Second}},
 		{"Pool/Expiry", nopMgr{}, pool.Config{MaxSize: 8, MaxIdleTime: time.Hour, MaxLifetime: time.Hour, MaxUses: 1 << 40}},
-		{"Pool/ExchangeMutex", nopMgr{}, pool.Config{MaxSize: 8, Exchange: pool.ExchangeMutex}},
+		{"Pool/ExchangeMutex", nopMgr{}, pool.Config{MaxSize: 8, Exchange: exchange.KindMutex}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			p := benchNewPoolOf(b, c.m, c.cfg)
@@ -217,7 +218,7 @@ func BenchmarkHandOff(b *testing.B) {
 				}
 			})
 			st := p.Stats()
-			b.ReportMetric(float64(st.HandOffs)/float64(max(st.Acquires, 1)), "handoffs/acquire")
+			b.ReportMetric(float64(p.PathStats().HandOffs)/float64(max(st.Acquires, 1)), "handoffs/acquire")
 		})
 	}
 }

@@ -491,7 +491,7 @@ func (m *keyMember[K, T]) scanned(p *Pool[T]) {
 	}
 	p.mu.Lock() // drop closes the pool under mu: no hints for a dropped key
 	if p.state.Load()&closedBit == 0 && p.local.Load() == sh.local {
-		p.local.Store(shard.NewLocal[*entry[T]](p.cfg.LocalDepth, nil))
+		p.local.Store(shard.NewLocal[*entry[T]](p.cfg.localDepth, nil))
 		p.xch.Store(&xbox[T]{newExchange[T](p.cfg.Exchange, p.cfg.MaxSize)})
 	}
 	p.mu.Unlock()

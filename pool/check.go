@@ -80,7 +80,7 @@ func (p *Pool[T]) onHand(e *entry[T]) int {
 
 // check decides whether an object its caller took may be handed out: the
 // expiry checks, then Recycle if it was used before (and the manager has a
-// Recycle: see manager.RecycleSkipper). On success it counts
+// Recycle: see skipsRecycle). On success it counts
 // the use and returns 0; otherwise it returns checkCanceled (Recycle failed
 // and ctx has ended: the caller keeps the object and gives it back) or the
 // reason to close the object (the caller closes it).

@@ -9,29 +9,14 @@ import (
 	"github.com/poolkit/poolkit/internal/shard"
 )
 
-// ExchangeKind selects the shared reservoir between the per-P stacks. It is
-// [exchange.Kind]: one choice, shared with bytepool.
-type ExchangeKind = exchange.Kind
+// defaultConnectTimeout bounds one Manager.Connect when
+// [Config.ConnectTimeout] is zero.
+const defaultConnectTimeout = 10 * time.Second
 
-const (
-	// ExchangeRing is the lock-free bounded ring ([exchange.Ring]): the default.
-	ExchangeRing = exchange.KindRing
-	// ExchangeMutex is the mutex-guarded circular buffer ([exchange.Mutex]).
-	ExchangeMutex = exchange.KindMutex
-	// ExchangeNone disables the reservoir: idle objects live on the per-P
-	// stacks only. New refuses it unless LocalDepth × GOMAXPROCS ≥ MaxSize.
-	ExchangeNone = exchange.KindNone
-)
-
-// Defaults for the zero values of [Config].
-const (
-	// DefaultConnectTimeout bounds one Manager.Connect when
-	// [Config.ConnectTimeout] is zero.
-	DefaultConnectTimeout = 10 * time.Second
-	// DefaultLocalDepth is the per-P depth when [Config.LocalDepth] is zero
-	// (capped at MaxSize).
-	DefaultLocalDepth = 4
-)
+// defaultLocalDepth is the capacity of each per-P stack of idle objects
+// (capped at MaxSize); with ExchangeNone it rises until the stacks hold
+// MaxSize objects.
+const defaultLocalDepth = 4
 
 // Config configures a [Pool]. Zero values mean the documented defaults; New
 // returns an error naming the field for any invalid value.
@@ -85,18 +70,17 @@ type Config struct {
 	// (decision 0010). 0: only the context, and a connect error ends the
 	// Acquire.
 	AcquireTimeout time.Duration
-	// ConnectTimeout bounds one Manager.Connect. 0: DefaultConnectTimeout.
+	// ConnectTimeout bounds one Manager.Connect. 0: 10s.
 	ConnectTimeout time.Duration
 	// MaxConnecting bounds concurrent Manager.Connect calls; the
 	// maintainer's own connects (MinIdle) take at most half of them (at
 	// least one), so that callers' connects always find room. 0: the
 	// default, min(MaxSize, max(2, 2×GOMAXPROCS at New)).
 	MaxConnecting int
-	// LocalDepth is the capacity of each per-P stack, 1 ≤ LocalDepth ≤
-	// MaxSize. 0: min(DefaultLocalDepth, MaxSize).
-	LocalDepth int
-	// Exchange selects the shared reservoir. Default ExchangeRing.
-	Exchange ExchangeKind
+	// Exchange selects where idle objects wait beyond each P's own few:
+	// exchange.KindRing (the default, lock-free), exchange.KindMutex, or
+	// exchange.KindNone (none: every idle object waits on a per-P stack).
+	Exchange exchange.Kind
 
 	// HealthCheckPeriod runs background checks: every period, each object
 	// idle for at least the period is taken out of the idle set, checked
@@ -106,7 +90,7 @@ type Config struct {
 	// connects a replacement if fewer than MinIdle objects are idle). An
 	// object under check is not handed out; acquirers take other objects,
 	// connect, or wait as usual. A manager that skips Recycle
-	// (manager.RecycleSkipper) has nothing to check: no pass runs. 0: no
+	// (see manager.Manager's Recycle) has nothing to check: no pass runs. 0: no
 	// background checks.
 	HealthCheckPeriod time.Duration
 	// CheckTimeout bounds each Manager.Recycle call: on the acquire path it
@@ -130,6 +114,10 @@ type Config struct {
 	// Observer, if not nil, is told of acquires, connects, closes and leaks
 	// (see Observer). nil: no calls and no cost.
 	Observer Observer
+
+	// localDepth is the capacity of each per-P stack: set by normalize
+	// (tests set it through export_test.go).
+	localDepth int
 }
 
 // fieldNames name, in a config error, the struct and the fields that a
@@ -168,8 +156,6 @@ func (c Config) normalizeAs(n fieldNames) (Config, error) {
 		return bad("ConnectTimeout must be >= 0, got %v", c.ConnectTimeout)
 	case c.MaxConnecting < 0:
 		return bad("MaxConnecting must be >= 0, got %d", c.MaxConnecting)
-	case c.LocalDepth < 0 || c.LocalDepth > c.MaxSize || c.LocalDepth > shard.MaxDepth:
-		return bad("LocalDepth must be in [0, min(%s=%d, %d)], got %d", n.maxSize, c.MaxSize, shard.MaxDepth, c.LocalDepth)
 	case c.HealthCheckPeriod < 0:
 		return bad("HealthCheckPeriod must be >= 0, got %v", c.HealthCheckPeriod)
 	case c.CheckTimeout < 0:
@@ -179,21 +165,25 @@ func (c Config) normalizeAs(n fieldNames) (Config, error) {
 	case c.MaxIdle < 0 || (c.MaxIdle > 0 && c.MaxIdle < c.MinIdle):
 		return bad("%s must be 0 or in [%s=%d, ∞), got %d", n.maxIdle, n.minIdle, c.MinIdle, c.MaxIdle)
 	case !c.Exchange.Valid():
-		return bad("Exchange must be ExchangeRing, ExchangeMutex or ExchangeNone, got %d", int(c.Exchange))
+		return bad("Exchange must be exchange.KindRing, KindMutex or KindNone, got %d", int(c.Exchange))
 	}
 	if c.ConnectTimeout == 0 {
-		c.ConnectTimeout = DefaultConnectTimeout
+		c.ConnectTimeout = defaultConnectTimeout
 	}
 	if c.MaxConnecting == 0 {
 		c.MaxConnecting = min(c.MaxSize, max(2, 2*runtime.GOMAXPROCS(0)))
 	}
-	if c.LocalDepth == 0 {
-		c.LocalDepth = min(DefaultLocalDepth, c.MaxSize)
+	if c.localDepth == 0 {
+		c.localDepth = defaultLocalDepth
 	}
-	if c.Exchange == ExchangeNone {
-		if procs := runtime.GOMAXPROCS(0); c.LocalDepth*procs < c.MaxSize {
-			return bad("Exchange is ExchangeNone but LocalDepth(%d) × GOMAXPROCS(%d) < %s(%d): the per-P stacks cannot hold every object",
-				c.LocalDepth, procs, n.maxSize, c.MaxSize)
+	c.localDepth = min(c.localDepth, c.MaxSize)
+	if c.Exchange == exchange.KindNone {
+		// The per-P stacks must hold every object.
+		procs := runtime.GOMAXPROCS(0)
+		c.localDepth = max(c.localDepth, (c.MaxSize+procs-1)/procs)
+		if c.localDepth > shard.MaxDepth {
+			return bad("Exchange is exchange.KindNone but %s(%d) > %d × GOMAXPROCS(%d): the per-P stacks cannot hold every object",
+				n.maxSize, c.MaxSize, shard.MaxDepth, procs)
 		}
 	}
 	return c, nil

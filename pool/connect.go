@@ -210,7 +210,6 @@ func (p *Pool[T]) connectFor(ctx context.Context) (l Lease[T], bad *entry[T], re
 		return l, e, reason, nil
 	}
 	p.counters.acqOther.Add(1)
-	e.path = PathConnect
 	return Lease[T]{e, e.state.Load()}, nil, 0, nil
 }
 

@@ -19,7 +19,7 @@
 // out, by any path, passes the expiry checks (lifetime with jitter drawn
 // once per object, uses, Reset) and, if it was used before,
 // Manager.Recycle under the acquirer's context (unless the manager has no
-// check: manager.RecycleSkipper); an object that fails is closed and the
+// check: see manager.Manager); an object that fails is closed and the
 // search goes on.
 //
 // Release checks the object (expiry, the manager's optional [manager.ReleaseChecker]),

@@ -5,6 +5,18 @@ import (
 	"unsafe"
 )
 
+// PathStats says where the pool's Acquires found their objects.
+type PathStats struct{ LocalHits, ExchangeHits, Steals, HandOffs uint64 }
+
+// PathStats returns where the pool's Acquires found their objects so far.
+func (p *Pool[T]) PathStats() PathStats {
+	c := &p.counters
+	return PathStats{LocalHits: p.localHits(), ExchangeHits: c.xhits.Load(), Steals: c.steals.Load(), HandOffs: c.handoffs.Load()}
+}
+
+// WithLocalDepth returns c with its per-P stacks d deep.
+func WithLocalDepth(c Config, d int) Config { c.localDepth = d; return c }
+
 // LocalDepth returns the per-P depth in use.
 func (p *Pool[T]) LocalDepth() int { return p.local.Load().Depth() }
 

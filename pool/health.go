@@ -37,7 +37,7 @@ func (p *Pool[T]) healthTick() {
 
 // healthDue reports whether a pass is due — the period has come round, the
 // manager has a check to run (it does not skip Recycle: see
-// manager.RecycleSkipper) and no pass runs — and if so marks one running
+// skipsRecycle) and no pass runs — and if so marks one running
 // and returns its time; the caller runs healthPass. Maintainer only.
 func (p *Pool[T]) healthDue() (now int64, ok bool) {
 	if !p.recycles {

@@ -58,7 +58,7 @@ func redisCmd(c net.Conn, args ...string) (string, error) {
 // out is not recycled before its first use.
 func TestHealthChecksReplaceKilledRedisConnections(t *testing.T) {
 	addr := redisAddr(t)
-	d := manager.Dialer{Network: "tcp", Address: addr, Timeout: 5 * time.Second}
+	d := manager.Dialer{Network: "tcp", Address: addr}
 	var mu sync.Mutex
 	var locals []string // the pool's connections, as the server names them
 	m := manager.Funcs[net.Conn]{

@@ -41,7 +41,7 @@ func testIdleObjectWithoutHintIsFound(t *testing.T, mode testMode) {
 func TestStaleHintIsDropped(t *testing.T) { run(t, testStaleHintIsDropped) }
 
 func testStaleHintIsDropped(t *testing.T, mode testMode) {
-	p := mode.newPool(t, &fakeMgr{}, pool.Config{MaxSize: 1, LocalDepth: 1})
+	p := mode.newPool(t, &fakeMgr{}, pool.WithLocalDepth(pool.Config{MaxSize: 1}, 1))
 	a := acquire(t, p)
 	a.Release() // a hint on this P's stack (or, after a migration, another's)
 	p.DropHints()

@@ -15,13 +15,9 @@ import (
 	"github.com/poolkit/poolkit/manager"
 )
 
-// KeyedConfig configures a [Keyed] pool. MaxSize bounds all keys together,
-// MaxSizePerKey each key; the other fields mean what [Config]'s of the same
-// names mean, for each key's objects (MinIdlePerKey is each key's MinIdle,
-// MaxIdlePerKey its MaxIdle, MaxConnecting each key's own bound).
+// KeyedConfig configures a [Keyed] pool: the budget of all keys together,
+// and the Config each key's pool gets.
 type KeyedConfig struct {
-	// Name names the pool in errors and logs, as Config.Name does.
-	Name string
 	// MaxSize bounds the objects of all keys together — idle, leased,
 	// connecting and being closed — exactly, as Config.MaxSize bounds a
 	// pool's. Required (>= 1).
@@ -29,55 +25,53 @@ type KeyedConfig struct {
 	// MaxSizePerKey bounds one key's objects, counted the same way; 0
 	// means MaxSize.
 	MaxSizePerKey int
-	// MinIdlePerKey is kept idle for each key that has state (see Keyed):
-	// within MaxSizePerKey, and only while no key that holds nothing waits
-	// for room.
-	MinIdlePerKey int
-	// MaxIdlePerKey bounds each key's idle objects (Config.MaxIdle); 0
-	// means no bound.
-	MaxIdlePerKey int
-
-	MaxLifetime       time.Duration
-	LifetimeJitter    time.Duration
-	MaxIdleTime       time.Duration
-	MaxUses           int
-	AcquireTimeout    time.Duration
-	ConnectTimeout    time.Duration
-	MaxConnecting     int
-	LocalDepth        int
-	Exchange          ExchangeKind
-	HealthCheckPeriod time.Duration
-	CheckTimeout      time.Duration
-	LeakThreshold     time.Duration
-	Observer          Observer
+	// PerKey is the Config of each key's pool, its fields meaning what they
+	// mean for a Pool, for that key's objects: MinIdle is kept idle for each
+	// key that has state (see Keyed), within MaxSizePerKey and only while
+	// no key that holds nothing waits for room; MaxIdle bounds each key's
+	// idle objects; MaxConnecting each key's connects. Name and Observer
+	// are the keyed pool's. Its MaxSize must be 0: MaxSizePerKey sets it.
+	PerKey Config
 }
 
-// keyedNames name KeyedConfig's fields in the errors of a key's Config.
-var keyedNames = fieldNames{"pool: KeyedConfig.", "MaxSizePerKey", "MinIdlePerKey", "MaxIdlePerKey"}
-
-// keyConfig returns the Config of each key's pool, normalized: the options
-// are KeyedConfig's, given once, with MaxSizePerKey, MinIdlePerKey and
-// MaxIdlePerKey as its MaxSize, MinIdle and MaxIdle; its errors name
-// KeyedConfig's fields.
+// keyConfig returns the Config of each key's pool, normalized: PerKey, with
+// MaxSizePerKey as its MaxSize.
 func (c KeyedConfig) keyConfig() (Config, error) {
-	if c.MaxSize < 1 {
-		return Config{}, configerr.New(ErrInvalidConfig, "pool: KeyedConfig.MaxSize must be >= 1, got %d", c.MaxSize)
+	bad := func(format string, args ...any) (Config, error) {
+		return Config{}, configerr.New(ErrInvalidConfig, "pool: KeyedConfig."+format, args...)
 	}
-	if c.MaxSizePerKey < 0 || c.MaxSizePerKey > c.MaxSize {
-		return Config{}, configerr.New(ErrInvalidConfig, "pool: KeyedConfig.MaxSizePerKey must be in [0, MaxSize=%d], got %d", c.MaxSize, c.MaxSizePerKey)
+	switch {
+	case c.MaxSize < 1:
+		return bad("MaxSize must be >= 1, got %d", c.MaxSize)
+	case c.MaxSizePerKey < 0 || c.MaxSizePerKey > c.MaxSize:
+		return bad("MaxSizePerKey must be in [0, MaxSize=%d], got %d", c.MaxSize, c.MaxSizePerKey)
+	case c.PerKey.MaxSize != 0:
+		return bad("PerKey.MaxSize must be 0 (MaxSizePerKey bounds each key), got %d", c.PerKey.MaxSize)
 	}
-	perKey := c.MaxSizePerKey
-	if perKey == 0 {
-		perKey = c.MaxSize
+	kc := c.PerKey
+	kc.MaxSize = c.MaxSizePerKey
+	if kc.MaxSize == 0 {
+		kc.MaxSize = c.MaxSize
 	}
-	return Config{
-		Name: c.Name, MaxSize: perKey, MinIdle: c.MinIdlePerKey, MaxIdle: c.MaxIdlePerKey,
-		MaxLifetime: c.MaxLifetime, LifetimeJitter: c.LifetimeJitter, MaxIdleTime: c.MaxIdleTime,
-		MaxUses: c.MaxUses, AcquireTimeout: c.AcquireTimeout, ConnectTimeout: c.ConnectTimeout,
-		MaxConnecting: c.MaxConnecting, LocalDepth: c.LocalDepth, Exchange: c.Exchange,
-		HealthCheckPeriod: c.HealthCheckPeriod, CheckTimeout: c.CheckTimeout,
-		LeakThreshold: c.LeakThreshold, Observer: c.Observer,
-	}.normalizeAs(keyedNames)
+	return kc.normalizeAs(keyedNames)
+}
+
+// keyedNames name, in the errors of a key's Config, PerKey's fields, and
+// MaxSizePerKey as its MaxSize.
+var keyedNames = fieldNames{"pool: KeyedConfig.PerKey.", "MaxSizePerKey", "MinIdle", "MaxIdle"}
+
+// keyedSkipsRecycle is skipsRecycle for a keyed manager: a
+// manager.KeyedFuncs without RecycleFunc, or one whose SkipRecycle says so.
+func keyedSkipsRecycle[K comparable, T any](m manager.Keyed[K, T]) bool {
+	switch m := m.(type) {
+	case manager.KeyedFuncs[K, T]:
+		return m.RecycleFunc == nil
+	case *manager.KeyedFuncs[K, T]:
+		return m.RecycleFunc == nil
+	case recycleSkipper:
+		return m.SkipRecycle()
+	}
+	return false
 }
 
 // Keyed is a pool of objects made for keys — a tenant's database, a cluster
@@ -107,6 +101,7 @@ func (c KeyedConfig) keyConfig() (Config, error) {
 // Close stops them.
 type Keyed[K comparable, T any] struct {
 	mgr   manager.Keyed[K, T]
+	skips bool // Recycle need not be called (see keyedSkipsRecycle)
 	cfg   KeyedConfig
 	kcfg  Config     // each key's pool's, which they share
 	sh    *shared[T] // what the keys' pools share
@@ -159,7 +154,7 @@ func NewKeyed[K comparable, T any](m manager.Keyed[K, T], cfg KeyedConfig) (*Key
 	if testKeyedTick != 0 {
 		tick = testKeyedTick
 	}
-	k := &Keyed[K, T]{mgr: m, cfg: cfg, kcfg: kcfg, sh: newShared[T](), start: time.Now(), tick: tick,
+	k := &Keyed[K, T]{mgr: m, skips: keyedSkipsRecycle(m), cfg: cfg, kcfg: kcfg, sh: newShared[T](), start: time.Now(), tick: tick,
 		hot: make([]hotKey[K, T], runtime.GOMAXPROCS(0)), kick: make(chan struct{}, 1), idle: make(chan struct{})}
 	k.b.max, k.b.start = int64(cfg.MaxSize), k.start
 	k.ctx, k.cancel = context.WithCancelCause(context.Background())
@@ -238,7 +233,7 @@ func (k *Keyed[K, T]) add(key K) *Pool[T] {
 		panic("pool: Keyed: a key that is not equal to itself (a NaN) cannot be looked up again")
 	}
 	m := &keyMember[K, T]{k: k, key: key, idx: len(k.members)}
-	m.p = build(manager.Manager[T](m), &k.kcfg, any(k.mgr), k.start, room[T](m), k.ctx, k.cancel, k.sh)
+	m.p = build(manager.Manager[T](m), &k.kcfg, any(k.mgr), k.skips, k.start, room[T](m), k.ctx, k.cancel, k.sh)
 	m.p.clock.Store(k.clock.Load())
 	k.members = append(k.members, m)
 	k.table.Store(key, m)
@@ -486,7 +481,7 @@ func (k *Keyed[K, T]) Name() string {
 	if k == nil {
 		return ""
 	}
-	return k.cfg.Name
+	return k.cfg.PerKey.Name
 }
 
 // Close closes every key's pool, as [Pool.Close] does, at once: waiters get

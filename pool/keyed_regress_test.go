@@ -115,7 +115,7 @@ func TestKeyedDroppedKeyIsNotAskedAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs := &errObserver{}
 		m := newKeyedMgr(2, 2)
-		k := newKeyed(t, m, pool.KeyedConfig{MaxSize: 2, Observer: obs})
+		k := newKeyed(t, m, pool.KeyedConfig{MaxSize: 2, PerKey: pool.Config{Observer: obs}})
 		kacquire(t, k, "a").Destroy()
 		synctest.Wait() // a's state is dropped
 		require.Zero(t, k.Len())
@@ -153,7 +153,7 @@ func TestKeyedAcquireTimeoutBoundsConnectRetriesOfANewKey(t *testing.T) {
 			}
 			return errFake
 		}
-		k := newKeyed(t, m, pool.KeyedConfig{MaxSize: 2, AcquireTimeout: time.Second})
+		k := newKeyed(t, m, pool.KeyedConfig{MaxSize: 2, PerKey: pool.Config{AcquireTimeout: time.Second}})
 		start := time.Now()
 		_, err := k.Acquire(ctx, "a")
 		mu.Lock()

@@ -206,7 +206,7 @@ func TestKeyedStarvingKeyWithTheMostWaitersGetsRoomFirst(t *testing.T) {
 // other key's warm object: it waits for room, and its context ends it.
 func TestKeyedWarmAtTheCapClosesNeitherItsOwnNorAWarmObject(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k, m := roomKeyed(t, pool.KeyedConfig{MaxSize: 2, MinIdlePerKey: 2})
+		k, m := roomKeyed(t, pool.KeyedConfig{MaxSize: 2, PerKey: pool.Config{MinIdle: 2}})
 		require.NoError(t, k.Warm(context.Background(), "a")) // a fills the budget
 		kacquire(t, k, "b").Release()                         // b takes one of a's: the cap, a key each
 		synctest.Wait()
@@ -266,7 +266,7 @@ func TestKeyedCloseWaitsForTheObserverCallOfADroppedKey(t *testing.T) {
 		obs := &blockingObserver{entered: make(chan struct{}), release: make(chan struct{})}
 		m := newKeyedMgr(1, 1)
 		m.connect = func(context.Context, string) error { return errFake }
-		k, err := pool.NewKeyed[string, *kobj](m, pool.KeyedConfig{MaxSize: 1, Observer: obs})
+		k, err := pool.NewKeyed[string, *kobj](m, pool.KeyedConfig{MaxSize: 1, PerKey: pool.Config{Observer: obs}})
 		require.NoError(t, err)
 		go func() { _, _ = k.TryAcquire(context.Background(), "a") }() // a background connect
 		<-obs.entered
@@ -285,7 +285,7 @@ func TestKeyedCloseWaitsForTheObserverCallOfADroppedKey(t *testing.T) {
 // key's: its key holds nothing, and the budget is held by another key.
 func TestKeyedAcquireTimeoutNamesTheBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k, _ := roomKeyed(t, pool.KeyedConfig{MaxSize: 1, AcquireTimeout: 5 * connectCost})
+		k, _ := roomKeyed(t, pool.KeyedConfig{MaxSize: 1, PerKey: pool.Config{AcquireTimeout: 5 * connectCost}})
 		a := kacquire(t, k, "a")
 		_, err := k.Acquire(context.Background(), "b")
 		require.ErrorIs(t, err, pool.ErrTimeout)
@@ -318,7 +318,7 @@ func TestKeyedKeyStatsCountFromTheKeysStateAndTheTotalsKeepThem(t *testing.T) {
 // which waited until its context ended.
 func TestKeyedStarvingKeyIsServedFirstOnceItHasStarvedForBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k, _ := roomKeyed(t, pool.KeyedConfig{MaxSize: 1, MaxUses: 1})
+		k, _ := roomKeyed(t, pool.KeyedConfig{MaxSize: 1, PerKey: pool.Config{MaxUses: 1}})
 		ctx, stop := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		for _, key := range []string{"p", "p", "q", "q"} {
@@ -352,7 +352,7 @@ func TestKeyedStarvingKeyIsServedFirstOnceItHasStarvedForBound(t *testing.T) {
 // Warm of another key found the budget held for the key backing off).
 func TestKeyedKeyBackingOffAfterFailedConnectsLeavesFreeRoomToOthers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k, m := roomKeyed(t, pool.KeyedConfig{MaxSize: 4, AcquireTimeout: 300 * connectCost})
+		k, m := roomKeyed(t, pool.KeyedConfig{MaxSize: 4, PerKey: pool.Config{AcquireTimeout: 300 * connectCost}})
 		m.connect = func(_ context.Context, key string) error {
 			if key == "down" {
 				return errFake

@@ -151,10 +151,10 @@ func TestKeyedConfigErrorsNameTheField(t *testing.T) {
 	}{
 		{pool.KeyedConfig{}, "KeyedConfig.MaxSize"},
 		{pool.KeyedConfig{MaxSize: 2, MaxSizePerKey: 3}, "KeyedConfig.MaxSizePerKey"},
-		{pool.KeyedConfig{MaxSize: 2, MinIdlePerKey: 3}, "KeyedConfig.MinIdlePerKey"},
-		{pool.KeyedConfig{MaxSize: 4, MinIdlePerKey: 2, MaxIdlePerKey: 1}, "KeyedConfig.MaxIdlePerKey"},
-		{pool.KeyedConfig{MaxSize: 4, MaxSizePerKey: 2, LocalDepth: 3}, "KeyedConfig.LocalDepth must be in [0, min(MaxSizePerKey=2"},
-		{pool.KeyedConfig{MaxSize: 4, MaxIdleTime: -1}, "KeyedConfig.MaxIdleTime"},
+		{pool.KeyedConfig{MaxSize: 2, PerKey: pool.Config{MinIdle: 3}}, "KeyedConfig.PerKey.MinIdle must be in [0, MaxSizePerKey=2]"},
+		{pool.KeyedConfig{MaxSize: 4, PerKey: pool.Config{MinIdle: 2, MaxIdle: 1}}, "KeyedConfig.PerKey.MaxIdle"},
+		{pool.KeyedConfig{MaxSize: 4, PerKey: pool.Config{MaxSize: 2}}, "KeyedConfig.PerKey.MaxSize must be 0"},
+		{pool.KeyedConfig{MaxSize: 4, PerKey: pool.Config{MaxIdleTime: -1}}, "KeyedConfig.PerKey.MaxIdleTime"},
 	} {
 		_, err := pool.NewKeyed[string, *kobj](m, c.cfg)
 		require.ErrorIs(t, err, pool.ErrInvalidConfig, "%+v", c.cfg)
@@ -283,7 +283,7 @@ func TestKeyedKeyStateIsDroppedOnceEmpty(t *testing.T) {
 
 func testKeyedKeyStateIsDroppedOnceEmpty(t *testing.T) {
 	m := newKeyedMgr(8, 8)
-	k := newKeyed(t, m, pool.KeyedConfig{MaxSize: 8, MaxIdleTime: time.Hour})
+	k := newKeyed(t, m, pool.KeyedConfig{MaxSize: 8, PerKey: pool.Config{MaxIdleTime: time.Hour}})
 	const keys = churnKeys
 	for i := range keys {
 		l := kacquire(t, k, fmt.Sprintf("key-%d", i))
@@ -453,7 +453,7 @@ func TestKeyedStress(t *testing.T) {
 		}
 		return nil
 	}
-	k := newKeyed(t, m, pool.KeyedConfig{MaxSize: 6, MaxSizePerKey: 3, MaxIdlePerKey: 2, MaxUses: 50})
+	k := newKeyed(t, m, pool.KeyedConfig{MaxSize: 6, MaxSizePerKey: 3, PerKey: pool.Config{MaxIdle: 2, MaxUses: 50}})
 	zipf := func(r *rand.Rand) string {
 		// P(key i) ∝ 1/(i+1): a few hot keys and a long tail.
 		for {

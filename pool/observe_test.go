@@ -146,7 +146,7 @@ func TestAcquireOnEndedContextIsObserved(t *testing.T) {
 	require.Len(t, r.acquires, 3)
 	for _, ev := range r.acquires[1:] {
 		require.ErrorIs(t, ev.Err, context.Canceled)
-		require.Equal(t, pool.PathNone, ev.Path)
+		require.Zero(t, ev.ID)
 	}
 	require.Equal(t, 1, p.Stats().Idle, "nothing handed out")
 }

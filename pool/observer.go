@@ -65,34 +65,12 @@ func (NopObserver) ConnectEnd(context.Context, ConnectEvent)         {}
 func (NopObserver) Closed(context.Context, CloseEvent)               {}
 func (NopObserver) Leak(context.Context, LeakEvent)                  {}
 
-// AcquirePath says how an Acquire found its object.
-type AcquirePath uint8
-
-const (
-	PathNone     AcquirePath = iota // the Acquire failed
-	PathLocal                       // a hint on the caller's per-P stack
-	PathExchange                    // a hint in the shared exchange
-	PathSteal                       // a scan of every live object
-	PathConnect                     // a connect of its own (possibly after queueing)
-	PathWait                        // handed over while it waited in line
-)
-
-var pathNames = [...]string{"none", "local", "exchange", "steal", "connect", "wait"}
-
-func (p AcquirePath) String() string {
-	if int(p) < len(pathNames) {
-		return pathNames[p]
-	}
-	return fmt.Sprintf("AcquirePath(%d)", uint8(p))
-}
-
 // AcquireEvent describes one Acquire or TryAcquire as it returns.
 type AcquireEvent struct {
-	Path AcquirePath
 	// Wait is how long the call took, from AcquireStart to AcquireEnd:
 	// finding, checking, and any connect or queueing.
 	Wait time.Duration
-	ID   uint64 // the object's ID (Lease.Metrics); 0 on error
+	ID   uint64 // the object's ID (manager.Metrics.ID); 0 on error
 	Err  error  // what Acquire returned
 }
 
@@ -124,10 +102,6 @@ const (
 	CloseEvictHot     CloseReason = reasonEvictHot     // a keyed pool closed it, idle, for a key whose waiters outnumbered its objects
 )
 
-// NumCloseReasons bounds the [CloseReason] values: [Stats.ClosedBy] has this many
-// counters, and the reasons are 1 to NumCloseReasons-1.
-const NumCloseReasons = nReasons
-
 var reasonNames = [nReasons]string{"", "lifetime", "idle", "uses", "recycle", "destroy",
 	"reset", "release_check", "shrink", "pool_closed", "max_idle", "health_check", "evict",
 	"evict_surplus", "evict_hot"}
@@ -143,9 +117,7 @@ func (r CloseReason) String() string {
 type CloseEvent struct {
 	Reason CloseReason
 	ID     uint64
-	Age    time.Duration // since its connect returned
-	Uses   uint64        // how many times it was handed out
-	Err    error         // Manager.Close's
+	Err    error // Manager.Close's
 }
 
 // LeakEvent describes a lease held longer than [Config.LeakThreshold].
@@ -168,21 +140,16 @@ func (p *Pool[T]) observeConnect(cause context.Context, start time.Duration, e *
 
 // closeNote is what the Observer learns of a closed object, taken from its
 // entry before the entry is forgotten; nil without an Observer.
-type closeNote struct {
-	id      uint64
-	created int64
-	uses    uint64
-}
+type closeNote struct{ id uint64 }
 
 func (p *Pool[T]) noteClose(e *entry[T]) *closeNote {
 	if p.cfg.Observer == nil {
 		return nil
 	}
-	return &closeNote{id: e.m.ID, created: int64(e.m.Created.Sub(p.start)), uses: e.m.Uses}
+	return &closeNote{id: e.m.ID}
 }
 
 func (p *Pool[T]) observeClose(n *closeNote, r int, err error) {
 	defer dropPanic() // a closer goroutine: see Observer
-	p.cfg.Observer.Closed(context.Background(), CloseEvent{Reason: CloseReason(r), ID: n.id,
-		Age: p.now() - time.Duration(n.created), Uses: n.uses, Err: err})
+	p.cfg.Observer.Closed(context.Background(), CloseEvent{Reason: CloseReason(r), ID: n.id, Err: err})
 }

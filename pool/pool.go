@@ -39,7 +39,7 @@ type Pool[T any] struct {
 	// and gets its own once it is in steady use (see keyMember.scanned).
 	local    atomic.Pointer[shard.Local[*entry[T]]]
 	rec      recycler[T] // the manager's Recycle (see recycler)
-	recycles bool        // the manager has a Recycle to call (it does not skip it: manager.RecycleSkipper)
+	recycles bool        // the manager has a Recycle to call (it does not skip it: skipsRecycle)
 	expiry   bool        // MaxLifetime, MaxIdleTime or MaxUses is set
 	maxIdle  int64       // cfg.MaxIdleTime in ns
 	maxUses  uint64
@@ -199,9 +199,7 @@ type entry[T any] struct {
 	// LeakThreshold set (see leak.go): written by that acquirer, read by
 	// the maintainer, hence atomic.
 	leak atomic.Pointer[leakRec]
-	// path is how the current holder's Acquire found the object, for the
-	// Observer; set on the slow paths only (a hooked pool takes no other).
-	path AcquirePath
+	_    uint64 // keeps m at offset 64 (see m)
 	// m is passed to Recycle as is: Created, LastUsed (the coarse clock's
 	// time at the last release) and Uses (the hand-out count) are kept up to
 	// date in place, so that a hand-out builds no Metrics value. With a
@@ -240,7 +238,7 @@ func New[T any](m manager.Manager[T], cfg Config) (*Pool[T], error) {
 	}
 	cfg = cfg.named()
 	ctx, cancel := context.WithCancelCause(context.Background())
-	p := build(m, &cfg, m, time.Now(), solo[T]{}, ctx, cancel, nil)
+	p := build(m, &cfg, m, skipsRecycle[T](m), time.Now(), solo[T]{}, ctx, cancel, nil)
 	p.kick = make(chan struct{}, 1)
 	p.run()
 	return p, nil
@@ -268,19 +266,39 @@ type shared[T any] struct {
 func newShared[T any]() *shared[T] {
 	l := shard.NewLocal[*entry[T]](1, nil)
 	l.DrainAll(nil)
-	return &shared[T]{local: l, xch: &xbox[T]{exchange.New[*entry[T]](ExchangeNone, 0)}}
+	return &shared[T]{local: l, xch: &xbox[T]{exchange.New[*entry[T]](exchange.KindNone, 0)}}
+}
+
+// recycleSkipper is the optional method by which a Manager whose Recycle
+// does nothing says so (see manager.Manager).
+type recycleSkipper interface{ SkipRecycle() bool }
+
+// skipsRecycle reports whether a pool may hand m's objects out again
+// without calling m's Recycle: m is a manager.Funcs without RecycleFunc,
+// or says so with SkipRecycle.
+func skipsRecycle[T any](m manager.Manager[T]) bool {
+	switch m := m.(type) {
+	case manager.Funcs[T]:
+		return m.RecycleFunc == nil
+	case *manager.Funcs[T]:
+		return m.RecycleFunc == nil
+	case recycleSkipper:
+		return m.SkipRecycle()
+	}
+	return false
 }
 
 // build makes a pool of objects made by m, with cfg normalized (and named),
 // whose clock starts at start, whose room beyond MaxSize is rm and whose
 // connects and maintenance end when ctx does (cancel, called by Close,
 // ends it); run starts it. opt is what the pool asks for the manager's
-// optional interfaces (ReleaseChecker, RecycleSkipper): m itself, or, for a
-// keyed pool's key, the keyed manager m adapts. sh, for a keyed pool's key,
+// optional interface (ReleaseChecker): m itself, or, for a keyed pool's
+// key, the keyed manager m adapts; skips says Recycle need not be called
+// (see skipsRecycle). sh, for a keyed pool's key,
 // is what it shares with the other keys (nil: a pool of its own makes its
 // own). A pool of its own makes its kick channel; a key's pool has none
 // (its room pokes the keyed pool's maintainer).
-func build[T any](m manager.Manager[T], cfg *Config, opt any, start time.Time, rm room[T], ctx context.Context, cancel context.CancelCauseFunc, sh *shared[T]) *Pool[T] {
+func build[T any](m manager.Manager[T], cfg *Config, opt any, skips bool, start time.Time, rm room[T], ctx context.Context, cancel context.CancelCauseFunc, sh *shared[T]) *Pool[T] {
 	p := &Pool[T]{
 		mgr:     m,
 		cfg:     cfg,
@@ -299,7 +317,7 @@ func build[T any](m manager.Manager[T], cfg *Config, opt any, start time.Time, r
 		p.sem = make(chan struct{}, cfg.MaxConnecting)
 	}
 	if sh == nil {
-		p.local.Store(shard.NewLocal[*entry[T]](cfg.LocalDepth, nil))
+		p.local.Store(shard.NewLocal[*entry[T]](cfg.localDepth, nil))
 		p.xch.Store(&xbox[T]{newExchange[T](cfg.Exchange, cfg.MaxSize)})
 		p.waiters = new(sync.Pool)
 	} else {
@@ -312,8 +330,7 @@ func build[T any](m manager.Manager[T], cfg *Config, opt any, start time.Time, r
 		p.rec = r // a keyed pool's manager, called without going through its key's
 	}
 	p.relCheck, _ = opt.(manager.ReleaseChecker[T])
-	skip, _ := opt.(manager.RecycleSkipper)
-	p.recycles = skip == nil || !skip.SkipRecycle()
+	p.recycles = !skips
 	p.setHooks()
 	p.reg.init(min(cfg.MaxSize, 64))
 	p.publishClock() // a keyed pool's key starts late on the shared clock
@@ -333,7 +350,7 @@ func (p *Pool[T]) run() {
 // between claiming a slot and freeing it (see decision 0001) — up to
 // maxExchangeCap: beyond that a Park may fail, and the object, idle without
 // a hint, is found by a registry scan.
-func newExchange[T any](k ExchangeKind, maxSize int) exchange.Exchange[*entry[T]] {
+func newExchange[T any](k exchange.Kind, maxSize int) exchange.Exchange[*entry[T]] {
 	return exchange.New[*entry[T]](k, exchangeCap(maxSize))
 }
 
@@ -388,7 +405,7 @@ func (p *Pool[T]) SetMaxSize(n int) {
 	if int64(n) < old {
 		p.state.Or(shrinkingBit)
 	}
-	if b := p.xch.Load(); p.cfg.Exchange != ExchangeNone && b.x.Cap() < exchangeCap(n) {
+	if b := p.xch.Load(); p.cfg.Exchange != exchange.KindNone && b.x.Cap() < exchangeCap(n) {
 		// The old exchange holds hints only: dropping them loses nothing
 		// (the objects stay idle in the registry).
 		p.xch.Store(&xbox[T]{newExchange[T](p.cfg.Exchange, n)})

@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"github.com/poolkit/poolkit/exchange"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,9 +31,8 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 		{pool.Config{MaxSize: 1, AcquireTimeout: -1}, "Config.AcquireTimeout"},
 		{pool.Config{MaxSize: 1, ConnectTimeout: -1}, "Config.ConnectTimeout"},
 		{pool.Config{MaxSize: 1, MaxConnecting: -1}, "Config.MaxConnecting"},
-		{pool.Config{MaxSize: 2, LocalDepth: 3}, "Config.LocalDepth"},
 		{pool.Config{MaxSize: 1, Exchange: 7}, "Config.Exchange"},
-		{pool.Config{MaxSize: 1 << 20, LocalDepth: 1, Exchange: pool.ExchangeNone}, "Config.Exchange is ExchangeNone"},
+		{pool.Config{MaxSize: 1 << 20, Exchange: exchange.KindNone}, "Config.Exchange is exchange.KindNone"},
 	}
 	for _, c := range cases {
 		_, err := pool.New[*obj](&fakeMgr{}, c.cfg)
@@ -147,7 +147,7 @@ func testWaitersAreFIFOAndNewcomersDoNotBarge(t *testing.T, mode testMode) {
 		require.Equal(t, want, got)
 		want++
 	}
-	require.Equal(t, uint64(n), p.Stats().HandOffs)
+	require.Equal(t, uint64(n), p.PathStats().HandOffs)
 }
 
 // Expiry checks on every path: uses, lifetime, idle time, Reset (DESIGN.md invariant 3).
@@ -757,7 +757,7 @@ func TestIdleReapingUnderSteadyLoadWithFIFOExchange(t *testing.T) {
 
 func testIdleReapingUnderSteadyLoadWithFIFOExchange(t *testing.T, mode testMode) {
 	f := &fakeMgr{}
-	p := mode.newPool(t, f, pool.Config{MaxSize: 8, LocalDepth: 1, Exchange: pool.ExchangeMutex, MaxIdleTime: 20 * time.Millisecond})
+	p := mode.newPool(t, f, pool.WithLocalDepth(pool.Config{MaxSize: 8, Exchange: exchange.KindMutex, MaxIdleTime: 20 * time.Millisecond}, 1))
 	var ls []pool.Lease[*obj]
 	for range 8 {
 		ls = append(ls, acquire(t, p))

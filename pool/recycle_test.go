@@ -20,7 +20,7 @@ type skipper struct {
 
 func (s skipper) SkipRecycle() bool { return s.skip }
 
-// A manager that says it has no check (manager.RecycleSkipper) is never
+// A manager that says it has no check (its SkipRecycle method: see manager.Manager) is never
 // asked for one (DESIGN.md, invariant 28): not on the fast path, the slow
 // path, a hand-off, nor in health checks; one that says it has a check gets
 // every reuse checked.

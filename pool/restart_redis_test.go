@@ -86,7 +86,7 @@ type restartRun struct {
 // of 4 with acquireTimeout, while r is killed and started again after each
 // of downs.
 func restartScenario(t *testing.T, r *privateRedis, acquireTimeout time.Duration, downs []time.Duration) restartRun {
-	d := manager.Dialer{Network: "tcp", Address: r.addr(), Timeout: time.Second}
+	d := manager.Dialer{Network: "tcp", Address: r.addr()}
 	m := manager.Funcs[net.Conn]{ConnectFunc: d.Connect, RecycleFunc: d.Recycle, CloseFunc: d.Close}
 	p, err := pool.New[net.Conn](m, pool.Config{MaxSize: 4, AcquireTimeout: acquireTimeout})
 	require.NoError(t, err)

@@ -47,8 +47,7 @@ func (o slogObserver) AcquireEnd(ctx context.Context, ev AcquireEvent) {
 		}
 		o.log(ctx, level, "pool: acquire failed", slog.Duration("wait", ev.Wait), slog.Any("error", ev.Err))
 	case o.slow > 0 && ev.Wait >= o.slow:
-		o.log(ctx, slog.LevelInfo, "pool: slow acquire", slog.Duration("wait", ev.Wait),
-			slog.String("path", ev.Path.String()), slog.Uint64("id", ev.ID))
+		o.log(ctx, slog.LevelInfo, "pool: slow acquire", slog.Duration("wait", ev.Wait), slog.Uint64("id", ev.ID))
 	}
 }
 
@@ -62,8 +61,7 @@ func (o slogObserver) ConnectEnd(ctx context.Context, ev ConnectEvent) {
 
 func (o slogObserver) Closed(ctx context.Context, ev CloseEvent) {
 	level := slog.LevelDebug
-	attrs := []slog.Attr{slog.String("reason", ev.Reason.String()), slog.Uint64("id", ev.ID),
-		slog.Duration("age", ev.Age), slog.Uint64("uses", ev.Uses)}
+	attrs := []slog.Attr{slog.String("reason", ev.Reason.String()), slog.Uint64("id", ev.ID)}
 	if ev.Err != nil {
 		level = slog.LevelWarn
 		attrs = append(attrs, slog.Any("error", ev.Err))

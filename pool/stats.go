@@ -20,7 +20,6 @@ type counters struct {
 	closeErrs                  atomic.Uint64
 	created, detached          atomic.Uint64
 	waits, timeouts, cancels   atomic.Uint64
-	waitNanos                  atomic.Int64
 	closed                     [nReasons]atomic.Uint64
 	waitHist                   waitHist
 	leaks, healthChecks        atomic.Uint64
@@ -45,16 +44,14 @@ type Stats struct {
 	Waiting    int
 
 	Acquires      uint64 // successful Acquire and TryAcquire calls
-	HandOffs      uint64 // objects handed straight to a waiter and accepted
 	Connects      uint64 // Manager.Connect attempts
 	ConnectErrors uint64 // failed connects, those that panicked included (see PanicError)
 	CloseErrors   uint64 // Manager.Close calls that returned an error or panicked
 	Created       uint64 // successful connects
 	Detached      uint64
-	Waits         uint64        // Acquires that queued
-	WaitTime      time.Duration // the time the Acquires that queued spent blocked, from their slow path's first block to their return
-	Timeouts      uint64        // Acquires ended by a deadline (ctx's, AcquireTimeout, or a connect past ConnectTimeout)
-	Cancels       uint64        // Acquires ended by a cancellation of their context
+	Waits         uint64 // Acquires that queued
+	Timeouts      uint64 // Acquires ended by a deadline (ctx's, AcquireTimeout, or a connect past ConnectTimeout)
+	Cancels       uint64 // Acquires ended by a cancellation of their context
 
 	// Blocked counts the Acquires that could not be served at once and
 	// connected or queued, whatever their outcome: the count of the wait
@@ -62,9 +59,9 @@ type Stats struct {
 	Blocked uint64
 	// WaitBuckets is the histogram of the time the Blocked acquires took,
 	// from the start of their connect or wait to their return: cumulative
-	// counts, WaitBuckets[i] those that took at most WaitBucketBound(i)
-	// (1µs << i); Blocked is the +Inf bucket.
-	WaitBuckets  [NumWaitBuckets]uint64
+	// counts, WaitBuckets[i] those that took at most 1µs << i (up to about
+	// 8.4s); Blocked is the +Inf bucket.
+	WaitBuckets  [numWaitBuckets]uint64
 	BlockedTime  time.Duration // the sum of the Blocked acquires' times
 	Leaks        uint64        // leases reported held longer than LeakThreshold
 	HealthChecks uint64        // background health checks run (ClosedBy[CloseHealthCheck] of them failed)
@@ -72,10 +69,10 @@ type Stats struct {
 	// Closed counts the objects whose Manager.Close has returned (Closing
 	// counts those still queued or in it); ClosedBy splits it by
 	// CloseReason: ClosedBy[CloseIdle] were idle longer than MaxIdleTime,
-	// and so on ([0] is unused). An exporter loops over it, so a new reason
-	// needs no new field.
+	// and so on ([0] is unused; the reasons run to len(ClosedBy)-1). An
+	// exporter loops over it, so a new reason needs no new field.
 	Closed   uint64
-	ClosedBy [NumCloseReasons]uint64
+	ClosedBy [nReasons]uint64
 }
 
 // Stats returns a snapshot of the pool's gauges and counters. It is always
@@ -90,14 +87,12 @@ func (p *Pool[T]) Stats() Stats {
 		Connecting:    int(sl.connecting),
 		Closing:       int(sl.closing),
 		Waiting:       int(p.state.Load() & waiterMask),
-		HandOffs:      c.handoffs.Load(),
 		Connects:      c.connects.Load(),
 		ConnectErrors: c.connectErrs.Load(),
 		CloseErrors:   c.closeErrs.Load(),
 		Created:       sl.created,
 		Detached:      sl.detached,
 		Waits:         c.waits.Load(),
-		WaitTime:      time.Duration(c.waitNanos.Load()),
 		Timeouts:      c.timeouts.Load(),
 		Cancels:       c.cancels.Load(),
 
@@ -109,7 +104,7 @@ func (p *Pool[T]) Stats() Stats {
 	s.WaitBuckets, s.Blocked = c.waitHist.read()
 	s.BlockedTime = time.Duration(c.waitHist.sum.Load())
 	s.Leased = max(s.Live-s.Idle-s.Connecting-s.Closing, 0)
-	a := int64(p.localHits()+c.acqOther.Load()+s.HandOffs) - int64(c.localMiss.Load())
+	a := int64(p.localHits()+c.acqOther.Load()+c.handoffs.Load()) - int64(c.localMiss.Load())
 	s.Acquires = c.acquires.rise(uint64(max(a, 0)))
 	return s
 }
@@ -146,34 +141,15 @@ func (m *monotonic) rise(n uint64) uint64 {
 	}
 }
 
-// PathStats says where a pool's Acquires found their objects. It describes
-// the mechanism, not the pool's behaviour, for benchmarks and for tuning
-// LocalDepth and Exchange: its fields follow the implementation and may
-// change in any release, unlike Stats'.
-type PathStats struct {
-	LocalHits    uint64 // objects claimed through a hint on the caller's per-P stack (then checked)
-	ExchangeHits uint64 // objects claimed through a hint in the exchange
-	Steals       uint64 // objects claimed by a scan of every live object (those idle on other Ps' stacks, or with no hint)
-}
-
-// PathStats returns where the pool's Acquires found their objects so far.
-func (p *Pool[T]) PathStats() PathStats {
-	return PathStats{LocalHits: p.localHits(), ExchangeHits: p.counters.xhits.Load(), Steals: p.counters.steals.Load()}
-}
-
-// NumWaitBuckets is the number of buckets of [Stats.WaitBuckets].
-const NumWaitBuckets = 24
-
-// WaitBucketBound returns the upper bound of bucket i of [Stats.WaitBuckets]:
-// 1µs << i, from 1µs to about 8.4s.
-func WaitBucketBound(i int) time.Duration { return time.Microsecond << i }
+// numWaitBuckets is the number of buckets of [Stats.WaitBuckets].
+const numWaitBuckets = 24
 
 // waitHist is a histogram of the time Acquires spent blocked (connecting or
 // queued), in log2 buckets of microseconds: an observation is two atomic
 // adds (its bucket, the sum), and Stats sums the buckets into cumulative
 // counts. The last counter collects what exceeds the last bound.
 type waitHist struct {
-	n   [NumWaitBuckets + 1]atomic.Uint64
+	n   [numWaitBuckets + 1]atomic.Uint64
 	sum atomic.Int64 // ns
 }
 
@@ -183,15 +159,15 @@ func (h *waitHist) observe(d time.Duration) {
 		// d in (2^(i-1), 2^i] µs lands in bucket i.
 		i = bits.Len64(uint64(d-1) / uint64(time.Microsecond))
 	}
-	h.n[min(i, NumWaitBuckets)].Add(1)
+	h.n[min(i, numWaitBuckets)].Add(1)
 	h.sum.Add(int64(d))
 }
 
 // read returns the cumulative counts and the total.
-func (h *waitHist) read() (c [NumWaitBuckets]uint64, total uint64) {
+func (h *waitHist) read() (c [numWaitBuckets]uint64, total uint64) {
 	for i := range h.n {
 		total += h.n[i].Load()
-		if i < NumWaitBuckets {
+		if i < numWaitBuckets {
 			c[i] = total
 		}
 	}
@@ -210,14 +186,12 @@ func (s *Stats) add(o Stats) {
 	s.Closing += o.Closing
 	s.Waiting += o.Waiting
 	s.Acquires += o.Acquires
-	s.HandOffs += o.HandOffs
 	s.Connects += o.Connects
 	s.ConnectErrors += o.ConnectErrors
 	s.CloseErrors += o.CloseErrors
 	s.Created += o.Created
 	s.Detached += o.Detached
 	s.Waits += o.Waits
-	s.WaitTime += o.WaitTime
 	s.Timeouts += o.Timeouts
 	s.Cancels += o.Cancels
 	s.Blocked += o.Blocked

@@ -90,8 +90,8 @@ func stress(t *testing.T, maxSize, localDepth int, opts func(*pool.Config)) {
 		MaxUses:        40,
 		ConnectTimeout: 20 * time.Millisecond,
 		AcquireTimeout: 100 * time.Millisecond,
-		LocalDepth:     localDepth,
 	}
+	cfg = pool.WithLocalDepth(cfg, localDepth)
 	if opts != nil {
 		opts(&cfg)
 	}

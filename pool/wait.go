@@ -327,7 +327,6 @@ func (p *Pool[T]) block(ctx context.Context, slot bool) (l Lease[T], queued bool
 				switch r {
 				case 0:
 					p.counters.handoffs.Add(1) // an acquire too: see Stats
-					h.e.path = PathWait
 					return Lease[T]{h.e, h.e.state.Load()}, queued, nil
 				case checkCanceled:
 					p.giveBack(h.e)
@@ -440,12 +439,8 @@ func (p *Pool[T]) blockTimed(ctx context.Context, begin time.Time, slot bool) (L
 		ctx, cancel = context.WithDeadlineCause(ctx, begin.Add(d), errAcquireTimeoutCause)
 		defer cancel()
 	}
-	l, queued, err := p.block(ctx, slot)
-	d := p.now() - start
-	p.counters.waitHist.observe(d)
-	if queued {
-		p.counters.waitNanos.Add(int64(d))
-	}
+	l, _, err := p.block(ctx, slot)
+	p.counters.waitHist.observe(p.now() - start)
 	if err != nil && errors.Is(err, ErrTimeout) {
 		err = p.withState(err)
 	}

@@ -320,7 +320,7 @@ func withDefaults(pc pool.Config) pool.Config {
 // MaxSize, the budget of every key together, has no default (see
 // KeyedPoolConfig).
 func keyedDefaults(kc pool.KeyedConfig) pool.KeyedConfig {
-	fillDefaults(&kc.MaxLifetime, &kc.MaxIdleTime, &kc.HealthCheckPeriod)
+	fillDefaults(&kc.PerKey.MaxLifetime, &kc.PerKey.MaxIdleTime, &kc.PerKey.HealthCheckPeriod)
 	return kc
 }
 
@@ -348,7 +348,7 @@ func forPool(pc pool.Config) pool.Config {
 
 // forKeyed is forPool for pool.NewKeyed's configuration.
 func forKeyed(kc pool.KeyedConfig) pool.KeyedConfig {
-	noneToZero(&kc.MaxLifetime, &kc.MaxIdleTime, &kc.HealthCheckPeriod)
+	kc.PerKey = forPool(kc.PerKey)
 	return kc
 }
 

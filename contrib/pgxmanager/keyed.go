@@ -44,10 +44,10 @@ type KeyedPool[K comparable] struct {
 //
 // Pool.MaxSize, the budget of all keys' connections together, is required,
 // as pool.KeyedConfig says: a zero or negative one is an error (pgxpool's
-// default, sized for one database, has no meaning for many). In the other
-// fields of Pool, a zero means pgxpool's default for MaxLifetime (1 h),
+// default, sized for one database, has no meaning for many). In
+// Pool.PerKey, a zero means pgxpool's default for MaxLifetime (1 h),
 // MaxIdleTime (30 min) and HealthCheckPeriod (1 min), as in PoolConfig, and
-// pool.KeyedConfig's default for the others; a negative MaxLifetime,
+// pool.Config's default for the others; a negative MaxLifetime,
 // MaxIdleTime or HealthCheckPeriod means none.
 type KeyedPoolConfig[K comparable] struct {
 	// ConfigFor returns the connection configuration of key's connections;
@@ -187,7 +187,7 @@ func (kp *KeyedPool[K]) Pool() *pool.Keyed[K, *pgx.Conn] { return kp.k }
 // Stat returns the statistics of all keys together under pgxpool.Stat's
 // method names, with the facade's own counters (of every key's Pool).
 func (kp *KeyedPool[K]) Stat() *Stat {
-	return &Stat{s: kp.k.Stats(), retries: kp.base.retries.Load(), forced: kp.m.ForcedCloses()}
+	return &Stat{s: kp.k.Stats(), retries: kp.base.retries.Load(), forced: kp.m.forcedCloses()}
 }
 
 // Close closes the pool (see pool.Keyed.Close): it returns once every

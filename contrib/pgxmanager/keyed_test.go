@@ -131,7 +131,9 @@ func TestKeyedPoolHoldsOneBudgetAcrossDatabases(t *testing.T) {
 	const keys, maxSize, perKey, workers, rounds = 5, 4, 3, 8, 9
 	ts := newTenants(t, keys)
 	kp := ts.open(t, pgxmanager.KeyedPoolConfig[string]{Pool: pool.KeyedConfig{
-		MaxSize: maxSize, MaxSizePerKey: perKey, AcquireTimeout: 20 * time.Second,
+		MaxSize:       maxSize,
+		MaxSizePerKey: perKey,
+		PerKey:        pool.Config{AcquireTimeout: 20 * time.Second},
 	}})
 	ctx := ctxFor(t, 60*time.Second)
 	inserted := map[string]*atomic.Int64{}
@@ -470,15 +472,15 @@ func TestOpenKeyedConfigNamesTheBadField(t *testing.T) {
 func TestOpenKeyedHasPgxpoolDefaults(t *testing.T) {
 	got := pgxmanager.KeyedDefaults(pool.KeyedConfig{})
 	assert.Zero(t, got.MaxSize, "the budget has no default")
-	assert.Equal(t, pgxmanager.DefaultMaxLifetime, got.MaxLifetime)
-	assert.Equal(t, pgxmanager.DefaultMaxIdleTime, got.MaxIdleTime)
-	assert.Equal(t, pgxmanager.DefaultHealthCheckPeriod, got.HealthCheckPeriod)
-	set := pool.KeyedConfig{MaxSize: 3, MaxLifetime: time.Minute, MaxIdleTime: -1, HealthCheckPeriod: -1}
+	assert.Equal(t, pgxmanager.DefaultMaxLifetime, got.PerKey.MaxLifetime)
+	assert.Equal(t, pgxmanager.DefaultMaxIdleTime, got.PerKey.MaxIdleTime)
+	assert.Equal(t, pgxmanager.DefaultHealthCheckPeriod, got.PerKey.HealthCheckPeriod)
+	set := pool.KeyedConfig{MaxSize: 3, PerKey: pool.Config{MaxLifetime: time.Minute, MaxIdleTime: -1, HealthCheckPeriod: -1}}
 	got = pgxmanager.ForKeyed(pgxmanager.KeyedDefaults(set))
-	assert.Equal(t, pool.KeyedConfig{MaxSize: 3, MaxLifetime: time.Minute}, got, "set fields kept, none is pool's zero")
+	assert.Equal(t, pool.KeyedConfig{MaxSize: 3, PerKey: pool.Config{MaxLifetime: time.Minute}}, got, "set fields kept, none is pool's zero")
 
 	kp, err := pgxmanager.OpenKeyed(func(context.Context, string) (*pgx.ConnConfig, error) { return nil, nil },
-		pool.KeyedConfig{MaxSize: 3, MaxIdleTime: -1, HealthCheckPeriod: -1})
+		pool.KeyedConfig{MaxSize: 3, PerKey: pool.Config{MaxIdleTime: -1, HealthCheckPeriod: -1}})
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, kp.Stat().MaxConns())
 	require.NoError(t, kp.Close(ctxFor(t, 10*time.Second)))
@@ -514,7 +516,7 @@ func TestOpenKeyedRequiresMaxSize(t *testing.T) {
 // the package's name. No server is needed: nothing is dialled.
 func TestKeysPoolIsClosedOnlyWithItsKeyedPool(t *testing.T) {
 	kp, err := pgxmanager.OpenKeyed(func(context.Context, string) (*pgx.ConnConfig, error) { return nil, nil },
-		pool.KeyedConfig{Name: "tenants", MaxSize: 4, MaxSizePerKey: 2})
+		pool.KeyedConfig{MaxSize: 4, MaxSizePerKey: 2, PerKey: pool.Config{Name: "tenants"}})
 	require.NoError(t, err)
 	ctx := ctxFor(t, 10*time.Second)
 	defer func() { require.NoError(t, kp.Close(ctx)) }()

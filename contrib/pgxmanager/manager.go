@@ -230,11 +230,11 @@ func poolParam(cc *pgx.ConnConfig) (string, bool) {
 	return "", false
 }
 
-// ForcedCloses returns how many Close calls closed a connection's socket
+// forcedCloses returns how many Close calls closed a connection's socket
 // before the server had let go of it: the server did not close its end
 // within CloseTimeout (it stopped answering, or was still busy), or a ping
 // left on the connection was cut short (see Close).
-func (m *Manager) ForcedCloses() uint64 { return m.forced.Load() }
+func (m *Manager) forcedCloses() uint64 { return m.forced.Load() }
 
 // Connect opens a connection under ctx (which bounds the whole start-up:
 // BeforeConnect, dial, TLS, authentication, AfterConnect). It returns pgx's
@@ -473,13 +473,13 @@ func checkState(c *pgx.Conn) error {
 // So the pool, which frees c's slot when Close returns, never has more
 // connections on the server than MaxSize, and a server that cannot answer
 // (frozen, partitioned) holds a slot for CloseTimeout at most. A close that
-// did not see the server let go counts in ForcedCloses.
+// did not see the server let go counts in Stat.ForcedCloseCount.
 //
 // A ping that a Recycle left on c (see Recycle) is collected first. If the
 // server has answered it, c is closed as any other connection. If the ping
 // still waits for the server, which has then left it unanswered since its
 // acquirer gave up, Close cuts it short by closing the socket, then runs
-// BeforeClose on the connection the cut closed; ForcedCloses counts the
+// BeforeClose on the connection the cut closed; Stat.ForcedCloseCount counts the
 // cut, which is not an error of Close's.
 //
 // A connection pgconn already closed on an error (a query cut short by its

@@ -85,8 +85,7 @@ func (s poolSource) reset()            { s.Reset() }
 
 // NewPool returns a Pool over p, whatever its Manager, with the facade's
 // options opts. Its Config reports only opts; its Stat counts no forced
-// closes (see Manager.ForcedCloses) unless p's Manager is reached some other
-// way.
+// closes (Stat.ForcedCloseCount), as it does not know p's Manager.
 func NewPool(p *pool.Pool[*pgx.Conn], opts Options) *Pool {
 	if p == nil {
 		panic("pgxmanager: NewPool: nil pool")
@@ -204,7 +203,7 @@ func (p *Pool) Stats() pool.Stats { return p.src.stats() }
 func (p *Pool) Stat() *Stat {
 	st := &Stat{s: p.src.stats(), retries: p.retries.Load()}
 	if p.m != nil {
-		st.forced = p.m.ForcedCloses()
+		st.forced = p.m.forcedCloses()
 	}
 	return st
 }

@@ -73,5 +73,5 @@ func (s *Stat) RetryCount() int64 { return s.retries }
 
 // ForcedCloseCount returns the cumulative count of closes that closed the
 // socket before the server had let go (see Manager.Close); 0 for a Pool made by
-// NewPool, whose Manager it does not know (Manager.ForcedCloses has it).
+// NewPool, whose Manager it does not know.
 func (s *Stat) ForcedCloseCount() int64 { return int64(s.forced) }

@@ -96,7 +96,7 @@ func ObserveKeyed[K comparable](meter metric.Meter, k KeyedStatser[K], opt Keyed
 		return meter.RegisterCallback(func(_ context.Context, ob metric.Observer) error {
 			s := k.Stats()
 			o.observe(ob, &s)
-			ob.ObserveFloat64(waitTime, s.WaitTime.Seconds(), attrs)
+			ob.ObserveFloat64(waitTime, s.BlockedTime.Seconds(), attrs)
 			return nil
 		}, append(o.obs, waitTime)...)
 	}
@@ -125,13 +125,13 @@ func ObserveKeyed[K comparable](meter metric.Meter, k KeyedStatser[K], opt Keyed
 	return meter.RegisterCallback(func(_ context.Context, ob metric.Observer) error {
 		s := k.Stats()
 		o.observe(ob, &s)
-		ob.ObserveFloat64(waitTime, s.WaitTime.Seconds(), attrs)
+		ob.ObserveFloat64(waitTime, s.BlockedTime.Seconds(), attrs)
 		for _, g := range fold.Collect(k.RangeKeys) {
 			name := KeyNameKey.String(g.Name)
 			for _, m := range keyed.series {
 				ob.ObserveInt64(m.obs, m.value(&g.S), o.withAttrs(append([]attribute.KeyValue{name}, m.kv...)...))
 			}
-			ob.ObserveFloat64(keyWaitTime, g.S.WaitTime.Seconds(), o.withAttrs(name))
+			ob.ObserveFloat64(keyWaitTime, g.S.BlockedTime.Seconds(), o.withAttrs(name))
 		}
 		return nil
 	}, instruments...)

@@ -107,7 +107,7 @@ func TestObserveKeyedMeasuresKeysOnlyWithPerKey(t *testing.T) {
 			"poolkit.pool.key.connection.pending_requests poolkit.pool.key.name=a":                      {0, up, "{request}"},
 			"poolkit.pool.key.acquires poolkit.pool.key.name=a":                                         {float64(a.Acquires), mono, "{acquire}"},
 			"poolkit.pool.key.connects poolkit.pool.key.name=a":                                         {float64(a.Connects), mono, "{connect}"},
-			"poolkit.pool.key.wait.time poolkit.pool.key.name=a":                                        {a.WaitTime.Seconds(), mono, "s"},
+			"poolkit.pool.key.blocked.time poolkit.pool.key.name=a":                                     {a.BlockedTime.Seconds(), mono, "s"},
 		} {
 			require.Equal(t, want, got[name], name)
 		}

@@ -27,14 +27,13 @@
 //	poolkit.pool.connection.connecting                       UpDownCounter {connection}
 //	poolkit.pool.connection.closing                          UpDownCounter {connection}: waiting for or in Manager.Close
 //	poolkit.pool.acquires                                    Counter {acquire}
-//	poolkit.pool.handoffs                                    Counter {connection}: handed straight to a waiter
 //	poolkit.pool.connects                                    Counter {connect}: Manager.Connect attempts
 //	poolkit.pool.connect.errors                              Counter {error}
 //	poolkit.pool.connection.created                          Counter {connection}
 //	poolkit.pool.connection.detached                         Counter {connection}
 //	poolkit.pool.connection.closed{poolkit.pool.close.reason} Counter {connection}: a pool.CloseReason's String (lifetime, idle, uses, recycle, destroy, reset, release_check, shrink, pool_closed, max_idle, health_check, evict)
 //	poolkit.pool.waits                                       Counter {wait}: acquires that waited in line
-//	poolkit.pool.wait.time                                   Counter s: time spent waiting in line
+//	poolkit.pool.blocked.time                                Counter s: time taken by the acquires that had to connect or wait (pool.Stats.BlockedTime)
 //	poolkit.pool.cancels                                     Counter {cancellation}: waits or connects ended by a cancellation
 //	poolkit.pool.blocked                                     Counter {acquire}: acquires that had to connect or wait (pool.Stats.Blocked)
 //	poolkit.pool.leaks                                       Counter {lease}: leases held longer than LeakThreshold
@@ -190,7 +189,7 @@ func i64(v uint64) int64 { return int64(v) }
 // closeReasons is one point per pool.CloseReason, named by its String.
 func closeReasons() []point[pool.Stats] {
 	var v []point[pool.Stats]
-	for r := pool.CloseReason(1); r < pool.NumCloseReasons; r++ {
+	for r := pool.CloseReason(1); int(r) < len(pool.Stats{}.ClosedBy); r++ {
 		v = append(v, point[pool.Stats]{r.String(), func(s *pool.Stats) int64 { return i64(s.ClosedBy[r]) }})
 	}
 	return v
@@ -208,7 +207,7 @@ func ObservePool(meter metric.Meter, p PoolStatser, opt Options) (metric.Registr
 	return meter.RegisterCallback(func(_ context.Context, ob metric.Observer) error {
 		s := p.Stats()
 		o.observe(ob, &s)
-		ob.ObserveFloat64(waitTime, s.WaitTime.Seconds(), attrs)
+		ob.ObserveFloat64(waitTime, s.BlockedTime.Seconds(), attrs)
 		return nil
 	}, append(o.obs, waitTime)...)
 }
@@ -233,11 +232,11 @@ func observePool(meter metric.Meter, p PoolStatser, opt Options) (*observer[pool
 }
 
 const (
-	waitTimeName = "poolkit.pool.wait.time"
-	waitTimeDesc = "Time Acquire calls spent waiting in line."
+	waitTimeName = "poolkit.pool.blocked.time"
+	waitTimeDesc = "Time taken by the Acquire calls that had to connect or wait (pool.Stats.BlockedTime)."
 )
 
-// poolInstruments are the instruments of pool.Stats but the wait time.
+// poolInstruments are the instruments of pool.Stats but the blocked time.
 func poolInstruments() []instrument[pool.Stats] {
 	const conn = "{connection}"
 	return []instrument[pool.Stats]{
@@ -258,8 +257,6 @@ func poolInstruments() []instrument[pool.Stats] {
 			value: func(s *pool.Stats) int64 { return int64(s.Closing) }},
 		{name: "poolkit.pool.acquires", unit: "{acquire}", counter: true, desc: "Successful Acquire and TryAcquire calls.",
 			value: func(s *pool.Stats) int64 { return i64(s.Acquires) }},
-		{name: "poolkit.pool.handoffs", unit: conn, counter: true, desc: "Connections handed straight from a release to a waiting Acquire.",
-			value: func(s *pool.Stats) int64 { return i64(s.HandOffs) }},
 		{name: "poolkit.pool.connects", unit: "{connect}", counter: true, desc: "Manager.Connect attempts.",
 			value: func(s *pool.Stats) int64 { return i64(s.Connects) }},
 		{name: "poolkit.pool.connect.errors", unit: "{error}", counter: true, desc: "Manager.Connect attempts that failed.",

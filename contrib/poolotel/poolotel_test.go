@@ -107,13 +107,12 @@ func testObservePoolReportsAPoolInAKnownState(t *testing.T) {
 		"poolkit.pool.connection.connecting service=api":                               {0, up, "{connection}"},
 		"poolkit.pool.connection.closing service=api":                                  {0, up, "{connection}"},
 		"poolkit.pool.acquires service=api":                                            {4, mono, "{acquire}"},
-		"poolkit.pool.handoffs service=api":                                            {float64(s.HandOffs), mono, "{connection}"},
 		"poolkit.pool.connects service=api":                                            {3, mono, "{connect}"},
 		"poolkit.pool.connect.errors service=api":                                      {0, mono, "{error}"},
 		"poolkit.pool.connection.created service=api":                                  {3, mono, "{connection}"},
 		"poolkit.pool.connection.detached service=api":                                 {0, mono, "{connection}"},
 		"poolkit.pool.waits service=api":                                               {3, mono, "{wait}"},
-		"poolkit.pool.wait.time service=api":                                           {s.WaitTime.Seconds(), mono, "s"},
+		"poolkit.pool.blocked.time service=api":                                        {s.BlockedTime.Seconds(), mono, "s"},
 		"poolkit.pool.cancels service=api":                                             {1, mono, "{cancellation}"},
 		"poolkit.pool.connection.closed poolkit.pool.close.reason=destroy service=api": {1, mono, "{connection}"},
 		"poolkit.pool.blocked service=api":                                             {5, mono, "{acquire}"},
@@ -124,9 +123,7 @@ func testObservePoolReportsAPoolInAKnownState(t *testing.T) {
 		want["poolkit.pool.connection.closed poolkit.pool.close.reason="+r+" service=api"] = point{0, mono, "{connection}"}
 	}
 	require.Equal(t, want, got)
-	ps := p.PathStats()
-	require.EqualValues(t, 1, ps.LocalHits+ps.ExchangeHits+ps.Steals+s.HandOffs, "one idle connection was claimed")
-	require.Equal(t, pooltest.TimedOutWait, s.WaitTime, "the timed-out wait alone took time")
+	require.GreaterOrEqual(t, s.BlockedTime, pooltest.TimedOutWait, "the timed-out wait took time")
 
 	require.NoError(t, reg.Unregister())
 	require.Empty(t, collect(t, reader, poolotel.PoolNameKey, "db"), "nothing is reported after Unregister")

@@ -311,7 +311,7 @@ func BenchmarkKeyedCollectorCollect(b *testing.B) {
 	for _, keys := range []int{20, 1000} {
 		k, err := pool.NewKeyed[string, int](manager.KeyedFuncs[string, int]{
 			ConnectFunc: func(context.Context, string) (int, error) { return 1, nil },
-		}, pool.KeyedConfig{Name: "tenants", MaxSize: keys})
+		}, pool.KeyedConfig{MaxSize: keys, PerKey: pool.Config{Name: "tenants"}})
 		require.NoError(b, err)
 		var leases []pool.Lease[int]
 		for i := range keys {

@@ -21,14 +21,12 @@
 //	poolkit_pool_max_connections                   gauge: MaxSize
 //	poolkit_pool_pending_acquires                  gauge: Acquire calls waiting in line
 //	poolkit_pool_acquires_total                    counter
-//	poolkit_pool_handoffs_total                    counter: connections handed straight to a waiter
 //	poolkit_pool_connects_total                    counter: Manager.Connect attempts
 //	poolkit_pool_connect_errors_total              counter
 //	poolkit_pool_connections_created_total         counter
 //	poolkit_pool_connections_detached_total        counter
 //	poolkit_pool_connections_closed_total{reason}  counter: reason is a pool.CloseReason's String (lifetime, idle, uses, recycle, destroy, reset, release_check, shrink, pool_closed, max_idle, health_check, evict, evict_surplus, evict_hot)
 //	poolkit_pool_waits_total                       counter: acquires that waited in line
-//	poolkit_pool_wait_seconds_total                counter: time spent waiting
 //	poolkit_pool_timeouts_total                    counter: waits or connects ended by a deadline
 //	poolkit_pool_cancels_total                     counter: waits or connects ended by a cancellation
 //	poolkit_pool_blocked_acquire_seconds           histogram: time taken by the acquires that had to connect or wait (pool.Stats.WaitBuckets; _count is Stats.Blocked)
@@ -76,6 +74,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -262,7 +261,7 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 func blockedHistogram(d *prometheus.Desc, s *pool.Stats, lead ...string) prometheus.Metric {
 	buckets := make(map[float64]uint64, len(s.WaitBuckets))
 	for i, n := range s.WaitBuckets {
-		buckets[pool.WaitBucketBound(i).Seconds()] = n
+		buckets[(time.Microsecond << i).Seconds()] = n
 	}
 	return prometheus.MustNewConstHistogram(d, s.Blocked, s.BlockedTime.Seconds(), buckets, lead...)
 }
@@ -289,7 +288,7 @@ func NewPoolCollector(p PoolStatser, o Options) prometheus.Collector {
 // closeReasons is one series per pool.CloseReason, labelled with its name.
 func closeReasons() []labelled[pool.Stats] {
 	var v []labelled[pool.Stats]
-	for r := pool.CloseReason(1); r < pool.NumCloseReasons; r++ {
+	for r := pool.CloseReason(1); int(r) < len(pool.Stats{}.ClosedBy); r++ {
 		v = append(v, labelled[pool.Stats]{r.String(), func(s *pool.Stats) float64 { return u(s.ClosedBy[r]) }})
 	}
 	return v
@@ -312,8 +311,6 @@ func poolFamilies() []family[pool.Stats] {
 			typ: gauge, value: func(s *pool.Stats) float64 { return float64(s.Waiting) }},
 		{name: "acquires_total", help: "Successful Acquire and TryAcquire calls.",
 			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Acquires) }},
-		{name: "handoffs_total", help: "Connections handed straight from a release to a waiting Acquire.",
-			typ: counter, value: func(s *pool.Stats) float64 { return u(s.HandOffs) }},
 		{name: "connects_total", help: "Manager.Connect attempts.",
 			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Connects) }},
 		{name: "connect_errors_total", help: "Manager.Connect attempts that failed.",
@@ -326,8 +323,6 @@ func poolFamilies() []family[pool.Stats] {
 			typ: counter, label: "reason", values: closeReasons()},
 		{name: "waits_total", help: "Acquire calls that waited in line.",
 			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Waits) }},
-		{name: "wait_seconds_total", help: "Time Acquire calls spent waiting in line.",
-			typ: counter, value: func(s *pool.Stats) float64 { return s.WaitTime.Seconds() }},
 		{name: "timeouts_total", help: "Waits or connects ended by a deadline.",
 			typ: counter, value: func(s *pool.Stats) float64 { return u(s.Timeouts) }},
 		{name: "cancels_total", help: "Waits or connects ended by a cancellation.",

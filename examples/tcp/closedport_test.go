@@ -31,7 +31,7 @@ func closedPort(t *testing.T) string {
 
 // countingDialer is manager.Dialer with its connect attempts counted.
 func countingDialer(addr string, dials *atomic.Int64) manager.Funcs[net.Conn] {
-	d := manager.Dialer{Network: "tcp", Address: addr, Timeout: 5 * time.Second}
+	d := manager.Dialer{Network: "tcp", Address: addr}
 	return manager.Funcs[net.Conn]{
 		ConnectFunc: func(ctx context.Context) (net.Conn, error) {
 			dials.Add(1)

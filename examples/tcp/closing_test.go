@@ -26,7 +26,7 @@ func TestServerNeverSeesMoreThanMaxSizeConnections(t *testing.T) {
 	srv, err := echo.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer srv.Close()
-	d := manager.Dialer{Network: "tcp", Address: srv.Addr(), Timeout: 5 * time.Second}
+	d := manager.Dialer{Network: "tcp", Address: srv.Addr()}
 	var open, maxOpen atomic.Int64
 	m := manager.Funcs[net.Conn]{
 		ConnectFunc: func(ctx context.Context) (net.Conn, error) {

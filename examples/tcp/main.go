@@ -66,7 +66,7 @@ func run(w io.Writer) error {
 	}
 	defer srv.Close()
 	p, err := pool.New[net.Conn](
-		manager.Dialer{Network: "tcp", Address: srv.Addr(), Timeout: 5 * time.Second},
+		manager.Dialer{Network: "tcp", Address: srv.Addr()},
 		pool.Config{MaxSize: maxSize, AcquireTimeout: 10 * time.Second},
 	)
 	if err != nil {

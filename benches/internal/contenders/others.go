@@ -2,7 +2,6 @@ package contenders
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/poolkit/poolkit/benches/internal/cacheline"
 )
 
-func gomaxprocs() int { return runtime.GOMAXPROCS(0) }
 
 // ---- jackc/puddle/v2 ----
 

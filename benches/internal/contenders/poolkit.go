@@ -6,6 +6,7 @@ package contenders
 import (
 	"context"
 	"fmt"
+	"github.com/poolkit/poolkit/exchange"
 	"io"
 	"log/slog"
 	"time"
@@ -16,10 +17,9 @@ import (
 	"github.com/poolkit/poolkit/pool"
 )
 
-// poolkitConfig maps the benchmark's settings to pool.Config. With the
-// exchange off, every object must fit on the per-P stacks, so LocalDepth
-// rises to MaxSize / GOMAXPROCS (rounded up).
-func poolkitConfig(c PoolConfig, procs int) (pool.Config, error) {
+// poolkitConfig maps the benchmark's settings to pool.Config. (With the
+// exchange off, the pool deepens its per-P stacks until every object fits.)
+func poolkitConfig(c PoolConfig) (pool.Config, error) {
 	cfg := pool.Config{MaxSize: c.MaxSize, AcquireTimeout: c.AcquireTimeout, LeakThreshold: c.LeakThreshold}
 	switch c.Observer {
 	case "":
@@ -32,13 +32,11 @@ func poolkitConfig(c PoolConfig, procs int) (pool.Config, error) {
 	}
 	switch c.Exchange {
 	case "", "ring":
-		cfg.Exchange = pool.ExchangeRing
+		cfg.Exchange = exchange.KindRing
 	case "mutex":
-		cfg.Exchange = pool.ExchangeMutex
+		cfg.Exchange = exchange.KindMutex
 	case "none":
-		cfg.Exchange = pool.ExchangeNone
-		cfg.LocalDepth = max(pool.DefaultLocalDepth, (c.MaxSize+procs-1)/procs)
-		cfg.LocalDepth = min(cfg.LocalDepth, c.MaxSize)
+		cfg.Exchange = exchange.KindNone
 	default:
 		return cfg, fmt.Errorf("contenders: unknown poolkit exchange %q", c.Exchange)
 	}
@@ -56,7 +54,7 @@ func newPoolkitRecyclePool(c PoolConfig) (Pool, error) {
 }
 
 func newPoolkit(c PoolConfig, recycle func(context.Context, *Conn, manager.Metrics) error) (Pool, error) {
-	cfg, err := poolkitConfig(c, gomaxprocs())
+	cfg, err := poolkitConfig(c)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +149,7 @@ func newPoolkitKeyedRecyclePool(c PoolConfig) (Pool, error) {
 }
 
 func newPoolkitKeyed(c PoolConfig, recycle func(context.Context, *Conn, manager.Metrics) error) (Pool, error) {
-	single, err := poolkitConfig(c, gomaxprocs())
+	single, err := poolkitConfig(c)
 	if err != nil {
 		return nil, err
 	}
@@ -160,8 +158,8 @@ func newPoolkitKeyed(c PoolConfig, recycle func(context.Context, *Conn, manager.
 		RecycleFunc: recycle,
 	}
 	k, err := pool.NewKeyed[string, *Conn](m, pool.KeyedConfig{
-		MaxSize: single.MaxSize, AcquireTimeout: single.AcquireTimeout, LeakThreshold: single.LeakThreshold,
-		Observer: single.Observer, Exchange: single.Exchange, LocalDepth: single.LocalDepth,
+		MaxSize: single.MaxSize,
+		PerKey:  pool.Config{AcquireTimeout: single.AcquireTimeout, LeakThreshold: single.LeakThreshold, Observer: single.Observer, Exchange: single.Exchange},
 	})
 	if err != nil {
 		return nil, err

@@ -34,7 +34,7 @@ var echoLine = []byte("poolbench e2e: a line to echo\n")
 // echoTarget pools net.Conn connections made by manager.Dialer (Recycle: a
 // non-blocking peek at the socket) to the in-process echo server.
 func echoTarget(srv *echo.Server) target {
-	d := manager.Dialer{Network: srv.Network(), Address: srv.Addr(), Timeout: dialTimeout}
+	d := manager.Dialer{Network: srv.Network(), Address: srv.Addr()}
 	k := conns[net.Conn]{
 		manager: func(n *atomic.Int64) manager.Manager[net.Conn] {
 			return counting[net.Conn]{Manager: d, n: n}

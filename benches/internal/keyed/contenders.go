@@ -99,7 +99,7 @@ func keyedSetup(st results.KeyedSettings) string {
 // openKeyed is poolkit's keyed pool of pgx connections
 // (pgxmanager.OpenKeyed), one key per tenant database.
 func openKeyed(_ context.Context, srv *server, st results.KeyedSettings) (client, error) {
-	return openKeyedPool(srv.tenants, srv.configs, pool.KeyedConfig{Name: "tenants", MaxSize: st.MaxSize, MaxSizePerKey: st.MaxSizePerKey})
+	return openKeyedPool(srv.tenants, srv.configs, pool.KeyedConfig{MaxSize: st.MaxSize, MaxSizePerKey: st.MaxSizePerKey, PerKey: pool.Config{Name: "tenants"}})
 }
 
 // openKeyedPool is pgxmanager.OpenKeyed of cfg over the databases dbs,

@@ -100,7 +100,7 @@ func keyedSplit(maxSize int, key string) splitContender {
 				}
 				configs[db] = cfg
 			}
-			return openKeyedPool(t.dbs, configs, pool.KeyedConfig{Name: "tenants", MaxSize: maxSize, MaxSizePerKey: splitPerKey})
+			return openKeyedPool(t.dbs, configs, pool.KeyedConfig{MaxSize: maxSize, MaxSizePerKey: splitPerKey, PerKey: pool.Config{Name: "tenants"}})
 		},
 	}
 }

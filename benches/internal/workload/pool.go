@@ -161,8 +161,8 @@ var ExchangeKinds = []string{"ring", "mutex", "none"}
 // PoolExchange compares poolkit's exchanges (ring, mutex, none) where they
 // matter: each of 4× GOMAXPROCS goroutines (or workers) keeps 8 objects out
 // at once, more than a per-P stack holds, so objects move between the stacks
-// and the exchange. MaxSize is 64; with no exchange, LocalDepth rises to
-// MaxSize/GOMAXPROCS so that every object fits on the stacks. A channel pool
+// and the exchange. MaxSize is 64; with no exchange, the pool deepens its
+// per-P stacks until every object fits. A channel pool
 // is the reference.
 func PoolExchange(workers int) []Case {
 	g := goroutines(workers, []int{4})[0]

@@ -121,7 +121,7 @@ func TestManagerRecycleRejectsAConnTheServerClosed(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	require.ErrorIs(t, err, manager.ErrNotReusable)
+	require.ErrorIs(t, err, manager.ErrBroken)
 	require.ErrorIs(t, err, io.EOF)
 	require.Zero(t, s.pings.Load(), "the peek found it without a round trip")
 }

@@ -25,7 +25,7 @@ func NewKeyed(t *testing.T) *pool.Keyed[string, int] {
 	requireBubble(t)
 	k, err := pool.NewKeyed[string, int](manager.KeyedFuncs[string, int]{
 		ConnectFunc: func(context.Context, string) (int, error) { return 1, nil },
-	}, pool.KeyedConfig{Name: KeyedName, MaxSize: KeyedMaxSize})
+	}, pool.KeyedConfig{MaxSize: KeyedMaxSize, PerKey: pool.Config{Name: KeyedName}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, k.Close(context.Background())) })
 	return k

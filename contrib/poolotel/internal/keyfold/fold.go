@@ -132,26 +132,29 @@ func addGauges(s, o *pool.Stats) {
 // countsOf.
 type counts [nCounts]uint64
 
-const nCounts = 16 + pool.NumWaitBuckets + pool.NumCloseReasons
+// nWaitBuckets is len(pool.Stats.WaitBuckets).
+const nWaitBuckets = len(pool.Stats{}.WaitBuckets)
+
+const nCounts = 14 + nWaitBuckets + len(pool.Stats{}.ClosedBy)
 
 // countsOf returns s's counts.
 func countsOf(s *pool.Stats) counts {
-	c := counts{s.Acquires, s.HandOffs, s.Connects, s.ConnectErrors, s.CloseErrors,
+	c := counts{s.Acquires, s.Connects, s.ConnectErrors, s.CloseErrors,
 		s.Created, s.Detached, s.Waits, s.Timeouts, s.Cancels, s.Blocked, s.Leaks,
-		s.HealthChecks, s.Closed, uint64(s.WaitTime), uint64(s.BlockedTime)}
-	copy(c[16:], s.WaitBuckets[:])
-	copy(c[16+pool.NumWaitBuckets:], s.ClosedBy[:])
+		s.HealthChecks, s.Closed, uint64(s.BlockedTime)}
+	copy(c[14:], s.WaitBuckets[:])
+	copy(c[14+nWaitBuckets:], s.ClosedBy[:])
 	return c
 }
 
 // setIn sets s's counts to c.
 func (c *counts) setIn(s *pool.Stats) {
-	s.Acquires, s.HandOffs, s.Connects, s.ConnectErrors, s.CloseErrors = c[0], c[1], c[2], c[3], c[4]
-	s.Created, s.Detached, s.Waits, s.Timeouts, s.Cancels, s.Blocked, s.Leaks = c[5], c[6], c[7], c[8], c[9], c[10], c[11]
-	s.HealthChecks, s.Closed = c[12], c[13]
-	s.WaitTime, s.BlockedTime = time.Duration(c[14]), time.Duration(c[15])
-	copy(s.WaitBuckets[:], c[16:])
-	copy(s.ClosedBy[:], c[16+pool.NumWaitBuckets:])
+	s.Acquires, s.Connects, s.ConnectErrors, s.CloseErrors = c[0], c[1], c[2], c[3]
+	s.Created, s.Detached, s.Waits, s.Timeouts, s.Cancels, s.Blocked, s.Leaks = c[4], c[5], c[6], c[7], c[8], c[9], c[10]
+	s.HealthChecks, s.Closed = c[11], c[12]
+	s.BlockedTime = time.Duration(c[13])
+	copy(s.WaitBuckets[:], c[14:])
+	copy(s.ClosedBy[:], c[14+nWaitBuckets:])
 }
 
 func (c *counts) add(o counts) {
