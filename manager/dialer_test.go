@@ -93,15 +93,12 @@ func TestDialerRecyclePassesConnsThatAreNotSyscallConns(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
-func TestErrNotReusableIsDistinct(t *testing.T) {
-	require.False(t, errors.Is(manager.ErrBroken, io.EOF))
-}
-
 // Dialer.Recycle's errors say the connection itself is gone, so they match
 // ErrBroken: the pool closes such a connection even when the acquirer's
 // context ended during the check.
-func TestErrNotReusableMatchesErrBroken(t *testing.T) {
-	require.ErrorIs(t, manager.ErrBroken, manager.ErrBroken)
-	require.Equal(t, "manager: connection not reusable", manager.ErrBroken.Error())
-	require.False(t, errors.Is(manager.ErrBroken, manager.ErrBroken))
+func TestDialerRecycleErrorsMatchErrBroken(t *testing.T) {
+	err := manager.Dialer{}.Recycle(context.Background(), nil, manager.Metrics{})
+	require.ErrorIs(t, err, manager.ErrBroken)
+	require.Equal(t, "manager: connection not reusable: nil connection", err.Error())
+	require.False(t, errors.Is(err, io.EOF))
 }

@@ -193,7 +193,8 @@ func (b *budget[K, T]) hungryFor(m *keyMember[K, T], now int64) bool {
 }
 
 // pick returns the starving key room goes to next, or nil: among the
-// first pickWindow with no room coming (and not in skip), the one with the
+// first pickWindow with no room coming (an eviction roomFor still tries
+// does not count) and not in skip, the one with the
 // most waiters (the earliest among equals), unless the first has starved
 // for bound already. Called with mu held.
 func (b *budget[K, T]) pick(skip ...*keyMember[K, T]) *keyMember[K, T] {
@@ -202,7 +203,7 @@ func (b *budget[K, T]) pick(skip ...*keyMember[K, T]) *keyMember[K, T] {
 	i := 0
 	for m := b.starving.head; m != nil && i < pickWindow; m = m.next {
 		i++
-		if m.coming > 0 || slices.Contains(skip, m) {
+		if m.coming > m.trying || slices.Contains(skip, m) {
 			continue
 		}
 		if best == nil {
@@ -331,8 +332,12 @@ type keyMember[K comparable, T any] struct {
 	scans atomic.Int64
 
 	// Guarded by budget.mu.
-	waiting    int64 // waiters queued in p that take a slot (see waiter.objOnly)
-	coming     int64 // room on its way to p: evictions for it, slots handed to it
+	waiting int64 // waiters queued in p that take a slot (see waiter.objOnly)
+	coming  int64 // room on its way to p: evictions for it, slots handed to it
+	// trying counts the evictions for p that roomFor is still trying,
+	// counted in coming too: pick does not pass a key over for room that
+	// may not come (a victim another path claims first).
+	trying     int64
 	since      int64 // when it joined its list (budget.now)
 	list       *memberList[K, T]
 	prev, next *keyMember[K, T]

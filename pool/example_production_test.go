@@ -93,5 +93,5 @@ func ExampleNewSlogObserver() {
 	_ = p.Close(context.Background())
 	// Output:
 	// level=DEBUG msg="pool: connected" id=1
-	// level=DEBUG msg="pool: closed" reason=destroy id=1 uses=1
+	// level=DEBUG msg="pool: closed" reason=destroy id=1
 }

@@ -386,7 +386,7 @@ func (k *Keyed[K, T]) TryAcquire(ctx context.Context, key K) (Lease[T], error) {
 }
 
 // Warm makes each key's pool hold what [Pool.Warm] makes it hold —
-// max(MinIdlePerKey, 1) connected objects — within the budget, key after
+// max(PerKey.MinIdle, 1) connected objects — within the budget, key after
 // key; at the cap, a key that holds nothing has the least recently used
 // idle object of a key nobody waits for closed for its room. It returns the
 // errors of the keys that failed, joined, each naming its pool's error.
@@ -676,14 +676,16 @@ func (k *Keyed[K, T]) roomFor(m *keyMember[K, T]) bool {
 		return true
 	}
 	m.coming++
+	m.trying++
 	b.mu.Unlock()
-	if k.evictFor(m, minIdle, reason) {
-		return true
-	}
+	ok := k.evictFor(m, minIdle, reason)
 	b.mu.Lock()
-	m.coming--
+	m.trying--
+	if !ok {
+		m.coming--
+	}
 	b.mu.Unlock()
-	return false
+	return ok
 }
 
 // tendRoom looks for room for the keys at the heads of the lists that

@@ -335,7 +335,7 @@ func TestKeyedWarmResetAndClose(t *testing.T) {
 		for _, key := range []string{"a", "b"} {
 			s, ok := k.KeyStats(key)
 			require.True(t, ok)
-			require.Equal(t, 1, s.Live, "Warm made max(MinIdlePerKey, 1) objects of key %s", key)
+			require.Equal(t, 1, s.Live, "Warm made max(PerKey.MinIdle, 1) objects of key %s", key)
 		}
 		k.ResetKey("a")
 		synctest.Wait()

@@ -178,11 +178,11 @@ func testLeaseMetricsDescribeTheLeasedObject(t *testing.T, mode testMode) {
 	require.Panics(t, func() { l.Metrics() })
 }
 
-func TestObserverSeesEveryAcquirePathConnectAndClose(t *testing.T) {
-	synctest.Test(t, testObserverSeesEveryAcquirePathConnectAndClose)
+func TestObserverSeesEveryAcquireConnectAndClose(t *testing.T) {
+	synctest.Test(t, testObserverSeesEveryAcquireConnectAndClose)
 }
 
-func testObserverSeesEveryAcquirePathConnectAndClose(t *testing.T) {
+func testObserverSeesEveryAcquireConnectAndClose(t *testing.T) {
 	ptest.OneP(t) // the local path needs the release and the Acquire on one P
 	r := newRecorder()
 	f := &fakeMgr{}
@@ -347,7 +347,7 @@ func testLeakDetectionWorksWithoutObserver(t *testing.T, mode testMode) {
 
 // Warm returns once MinIdle objects exist, and again at once when they do.
 // (That the connects it starts carry its context's values is checked with
-// an Observer: TestObserverSeesEveryAcquirePathConnectAndClose.)
+// an Observer: TestObserverSeesEveryAcquireConnectAndClose.)
 func TestWarmConnectsMinIdle(t *testing.T) { run(t, testWarmConnectsMinIdle) }
 
 func testWarmConnectsMinIdle(t *testing.T, mode testMode) {
@@ -460,7 +460,7 @@ func testSlogObserverLevels(t *testing.T) {
 	require.Contains(t, lines[0], `level=WARN msg="pool: connect failed"`)
 	require.Contains(t, lines[1], `level=WARN msg="pool: acquire failed"`)
 	require.Contains(t, lines[2], `level=INFO msg="pool: slow acquire"`)
-	require.Contains(t, lines[2], `path=connect id=1`)
+	require.Contains(t, lines[2], `wait=1s id=1`)
 	require.Contains(t, lines[3], `level=WARN msg="pool: lease held too long (leak?)" id=1`)
 	require.Contains(t, lines[3], `pool_test.testSlogObserverLevels`)
 }

@@ -71,7 +71,7 @@ type KeyedPoolConfig[K comparable] struct {
 // pool.Keyed of cfg with pgxpool's defaults in its zero fields but MaxSize,
 // which is required (see KeyedPoolConfig), with the Manager's and the
 // facade's defaults. It does not connect: the first query of a key does (or
-// the keyed pool's Warm, or its maintainer with cfg.MinIdlePerKey set, for
+// the keyed pool's Warm, or its maintainer with cfg.PerKey.MinIdle set, for
 // keys it has seen). A bad configuration is an error that matches
 // ErrInvalidConfig and pool.ErrInvalidConfig and names the field.
 func OpenKeyed[K comparable](configFor func(ctx context.Context, key K) (*pgx.ConnConfig, error), cfg pool.KeyedConfig) (*KeyedPool[K], error) {

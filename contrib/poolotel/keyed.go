@@ -64,7 +64,7 @@ type KeyedOptions[K comparable] struct {
 // poolkit.pool.key.acquires, …), with the attribute [KeyNameKey]: the key's
 // name, opt.KeyName(key) or fmt.Sprint(key). The totals keep their own
 // instruments, exact, so that a sum over an instrument's points never
-// counts a key twice. Each key has 32 points.
+// counts a key twice. Each key has 31 points.
 //
 // Only the keys with state at the collection are measured (those
 // k.RangeKeys visits): a key whose state was dropped is not measured from

@@ -57,7 +57,7 @@ type KeyedOptions[K comparable] struct {
 // series, exact, so that no query of them changes with PerKey, and the
 // twins have names of their own, so that their label key does not clash
 // with the label names of pool collectors in the same registry. Each key
-// has 58 series.
+// has 56 series.
 //
 // Only the keys with state at the scrape are exported (those k.RangeKeys
 // visits): a key whose state was dropped has no series from the next

@@ -14,7 +14,6 @@ import (
 	"github.com/poolkit/poolkit/benches/internal/cacheline"
 )
 
-
 // ---- jackc/puddle/v2 ----
 
 type puddlePool struct{ p *puddle.Pool[*Conn] }
