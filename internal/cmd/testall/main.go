@@ -155,11 +155,17 @@ func reason(output []string) string {
 		return "no reason given"
 	}
 	lines := strings.Split(strings.TrimSpace(text), "\n")
-	last := strings.TrimSpace(lines[len(lines)-1])
-	if i := strings.Index(last, ": "); i >= 0 && strings.Contains(last[:i], ".go:") {
-		last = last[i+2:] // "file_test.go:12: reason"
+	for i := len(lines) - 1; i >= 0; i-- {
+		last := strings.TrimSpace(lines[i])
+		if last == "" || strings.HasPrefix(last, "--- ") || strings.HasPrefix(last, "=== ") {
+			continue // go test's own lines: "--- SKIP: TestX (0.00s)"
+		}
+		if i := strings.Index(last, ": "); i >= 0 && strings.Contains(last[:i], ".go:") {
+			last = last[i+2:] // "file_test.go:12: reason"
+		}
+		return last
 	}
-	return last
+	return "no reason given"
 }
 
 // moduleOf names the module of package pkg by its path in the repository

@@ -7,7 +7,8 @@ import (
 )
 
 // The summary ends with one line per module whose tests skipped, naming
-// the variable that runs them; a failed test's output is printed, a passed
+// the variable that runs them, else the skip's own message (not go test's
+// "--- SKIP" line); a failed test's output is printed, a passed
 // or skipped one's is not; of a package's own output, a passed package shows
 // only go test's ok line and a failed one all of it.
 func TestSummaryNamesEachModulesSkipsAndTheirVariable(t *testing.T) {
@@ -17,6 +18,7 @@ func TestSummaryNamesEachModulesSkipsAndTheirVariable(t *testing.T) {
 		`{"Action":"skip","Package":"github.com/poolkit/poolkit/contrib/pgxmanager","Test":"TestA"}`,
 		`{"Action":"skip","Package":"github.com/poolkit/poolkit/contrib/pgxmanager","Test":"TestB"}`,
 		`{"Action":"output","Package":"github.com/poolkit/poolkit/pool","Test":"TestC","Output":"    restart_test.go:9: redis-server not found in PATH\n"}`,
+		`{"Action":"output","Package":"github.com/poolkit/poolkit/pool","Test":"TestC","Output":"--- SKIP: TestC (0.00s)\n"}`,
 		`{"Action":"skip","Package":"github.com/poolkit/poolkit/pool","Test":"TestC"}`,
 		`{"Action":"output","Package":"github.com/poolkit/poolkit/pool","Test":"TestD","Output":"    x_test.go:3: it broke\n"}`,
 		`{"Action":"fail","Package":"github.com/poolkit/poolkit/pool","Test":"TestD"}`,
