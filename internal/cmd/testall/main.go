@@ -158,7 +158,7 @@ func reason(output []string) string {
 	for i := len(lines) - 1; i >= 0; i-- {
 		last := strings.TrimSpace(lines[i])
 		if last == "" || strings.HasPrefix(last, "--- ") || strings.HasPrefix(last, "=== ") {
-			continue // go test's own lines: "--- SKIP: TestX (0.00s)"
+			continue // go test's own lines ("--- SKIP: …", "=== RUN …")
 		}
 		if i := strings.Index(last, ": "); i >= 0 && strings.Contains(last[:i], ".go:") {
 			last = last[i+2:] // "file_test.go:12: reason"
