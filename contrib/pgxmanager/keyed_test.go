@@ -87,12 +87,17 @@ func requireRightDatabase(t *testing.T, ctx context.Context, db *pgxmanager.Pool
 }
 
 // sampleBackends counts the backends named name in pg_stat_activity, over
-// a connection of its own, again and again until the function it returns
-// is called; that function returns the most it saw at once and the number
-// of samples.
+// a connection of its own (see sampleCount).
 func sampleBackends(t *testing.T, name string) (stop func() (most, samples int)) {
 	t.Helper()
-	a := dialAdmin(t)
+	return sampleCount(t, dialAdmin(t), "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", name)
+}
+
+// sampleCount runs query, a count, on a again and again until the function
+// it returns is called; that function returns the most it saw at once and
+// the number of samples.
+func sampleCount(t *testing.T, a *admin, query string, args ...any) (stop func() (most, samples int)) {
+	t.Helper()
 	done, res := make(chan struct{}), make(chan [2]int, 1)
 	go func() {
 		most, samples := 0, 0
@@ -104,9 +109,8 @@ func sampleBackends(t *testing.T, name string) (stop func() (most, samples int))
 			default:
 			}
 			var n int
-			err := a.c.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", name).Scan(&n)
-			if err != nil {
-				t.Errorf("sampling pg_stat_activity: %v", err)
+			if err := a.c.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+				t.Errorf("sampling: %v", err)
 				return
 			}
 			most, samples = max(most, n), samples+1

@@ -63,31 +63,7 @@ func startChurnServer(t *testing.T, keys int) *churnServer {
 // until the function it returns is called, which returns the most it saw.
 func (cs *churnServer) sample(t *testing.T) (stop func() (most, samples int)) {
 	t.Helper()
-	done, res := make(chan struct{}), make(chan [2]int, 1)
-	go func() {
-		most, samples := 0, 0
-		defer func() { res <- [2]int{most, samples} }()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			var n int
-			err := cs.sampler.c.QueryRow(context.Background(),
-				"SELECT count(*) FROM pg_stat_activity WHERE usename = 'app'").Scan(&n)
-			if err != nil {
-				t.Errorf("sampling pg_stat_activity: %v", err)
-				return
-			}
-			most, samples = max(most, n), samples+1
-		}
-	}()
-	return func() (int, int) {
-		close(done)
-		r := <-res
-		return r[0], r[1]
-	}
+	return sampleCount(t, cs.sampler, "SELECT count(*) FROM pg_stat_activity WHERE usename = 'app'")
 }
 
 // churn runs query from workers goroutines for d, and returns every error,
