@@ -102,15 +102,28 @@ func (s *server) dsn(i int) string { return s.pg.DSN(tenantRole, s.tenants[i], a
 // databases, one after the other, each with its first query.
 func (s *server) connectCost(ctx context.Context, sleep time.Duration) (int64, error) {
 	sql := querySQL(sleep)
+	return medianConnect(ctx, func(i int) (*pgx.ConnConfig, func(*pgx.Conn) error, error) {
+		db := s.tenants[i%len(s.tenants)]
+		return s.configs[db], func(c *pgx.Conn) error { return query(ctx, c, sql, db) }, nil
+	})
+}
+
+// medianConnect is the median time of connectSamples connects, one after
+// the other, each with its first use: next(i) gives connect i's
+// configuration and use.
+func medianConnect(ctx context.Context, next func(i int) (*pgx.ConnConfig, func(*pgx.Conn) error, error)) (int64, error) {
 	var took []float64
 	for i := range connectSamples {
-		db := s.tenants[i%len(s.tenants)]
-		start := time.Now()
-		c, err := pgx.ConnectConfig(ctx, s.configs[db])
+		cfg, use, err := next(i)
 		if err != nil {
 			return 0, err
 		}
-		err = query(ctx, c, sql, db)
+		start := time.Now()
+		c, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			return 0, err
+		}
+		err = use(c)
 		took = append(took, float64(time.Since(start)))
 		if cerr := c.Close(context.Background()); err == nil {
 			err = cerr

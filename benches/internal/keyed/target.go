@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/poolkit/poolkit/benches/internal/localsrv"
-	"github.com/poolkit/poolkit/benches/internal/results"
 )
 
 // target is the server the split cases run on and their tenant databases:
@@ -189,26 +188,9 @@ func (t *target) settle(ctx context.Context) error {
 // connectCost is the median time of connectSamples connects to the
 // tenants' databases, one after the other, each with its first query.
 func (t *target) connectCost(ctx context.Context) (int64, error) {
-	var took []float64
-	for i := range connectSamples {
+	return medianConnect(ctx, func(i int) (*pgx.ConnConfig, func(*pgx.Conn) error, error) {
 		tenant := i % len(t.dbs)
 		cfg, err := t.config(tenant, t.apps+"cost")
-		if err != nil {
-			return 0, err
-		}
-		start := time.Now()
-		c, err := pgx.ConnectConfig(ctx, cfg)
-		if err != nil {
-			return 0, err
-		}
-		err = checkDatabase(ctx, c, t.dbs[tenant])
-		took = append(took, float64(time.Since(start)))
-		if cerr := c.Close(context.Background()); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return 0, err
-		}
-	}
-	return int64(results.Median(took)), nil
+		return cfg, func(c *pgx.Conn) error { return checkDatabase(ctx, c, t.dbs[tenant]) }, err
+	})
 }
