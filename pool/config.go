@@ -42,17 +42,13 @@ type Config struct {
 	// expire together. 0 ≤ LifetimeJitter ≤ MaxLifetime.
 	LifetimeJitter time.Duration
 	// MaxIdleTime closes an object that has itself been idle this long (by
-	// its last release), unless that would leave fewer than MinIdle idle.
-	// The maintainer closes it, within a few ticks of the limit (the tick is
-	// an eighth of the shortest of MaxIdleTime, MaxLifetime,
-	// HealthCheckPeriod and LeakThreshold that are set, clamped to
-	// [1ms, 100ms]); an Acquire uses an idle object however long it has been
-	// idle, after Manager.Recycle. With it set, reuse goes to the most
-	// recently released objects (to a clock tick), so that those a smaller
-	// load no longer needs stay idle and are closed: after N concurrent users
-	// drop to k, the pool comes down to the k objects in use, and MinIdle
-	// idle beside them at most, within MaxIdleTime plus six clock ticks (at
-	// most 600 ms; decision 0012). 0: no limit.
+	// its last release), unless that would leave fewer than MinIdle idle;
+	// the close comes within 600 ms of the limit, and an Acquire meanwhile
+	// may still use the object, after Manager.Recycle. With it set, reuse goes to the most recently released
+	// objects, so that those a smaller load no longer needs are closed:
+	// after N concurrent users drop to k, the pool comes down to the k
+	// objects in use and at most MinIdle idle beside them, within
+	// MaxIdleTime plus 600 ms at most. 0: no limit.
 	MaxIdleTime time.Duration
 	// MaxUses closes an object after it has been handed out this many times.
 	// 0: no limit.
@@ -103,13 +99,14 @@ type Config struct {
 	// LeakThreshold reports, once, a lease held longer than it, counted from
 	// the moment the Acquire obtained it (time spent waiting in line is not
 	// time held): through the Observer (with the stack of the Acquire that
-	// took it) and in Stats.Leaks. Setting it makes every Acquire record its caller's stack
-	// (one allocation per Acquire). The maintainer looks every clock tick.
-	// 0: off.
+	// took it) and in Stats.Leaks, within a few hundred milliseconds of the
+	// threshold. Setting it makes every Acquire record its caller's stack (one
+	// allocation per Acquire). 0: off.
 	LeakThreshold time.Duration
 	// MaxIdle caps idle objects, like database/sql's SetMaxIdleConns: an
-	// object released (or given back) while MaxIdle objects are already idle
-	// is closed instead (Stats.ClosedBy[pool.CloseMaxIdle]). MinIdle ≤ MaxIdle. 0: no cap.
+	// object released (or given back) while MaxIdle objects are already
+	// idle is closed instead (Stats.ClosedBy[CloseMaxIdle]). MinIdle ≤
+	// MaxIdle. 0: no cap.
 	MaxIdle int
 	// Observer, if not nil, is told of acquires, connects, closes and leaks
 	// (see Observer). nil: no calls and no cost.
