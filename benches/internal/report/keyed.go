@@ -182,21 +182,12 @@ func writeCrowdedPage(w io.Writer, k results.Keyed) error {
 	for _, r := range k.Results {
 		fmt.Fprintf(w, "| %s |\n", strings.Join(results.KeyedRow(r), " | "))
 	}
-	code := func(e string) string { return "`" + strings.ReplaceAll(results.ScrubPaths(e), "`", "'") + "`" }
-	var errs []string
+	var firsts []firstErrors
 	for _, r := range k.Results {
 		s := r.Summarize()
-		if s.FirstError != "" {
-			line := fmt.Sprintf("- %s: %s", r.Contender, code(s.FirstError))
-			if s.FirstOther != "" && s.FirstOther != s.FirstError {
-				line += "; the first of another kind: " + code(s.FirstOther)
-			}
-			errs = append(errs, line)
-		}
+		firsts = append(firsts, firstErrors{r.Contender, s.FirstError, s.FirstOther})
 	}
-	if len(errs) > 0 {
-		fmt.Fprintf(w, "\nThe first error of each contender that had one:\n\n%s\n", strings.Join(errs, "\n"))
-	}
+	writeFirstErrors(w, firsts)
 	if s := keyedMostConns(k); s != "" {
 		fmt.Fprintf(w, "\n%s\n", s)
 	}

@@ -190,14 +190,27 @@ func evictionReasons(cs []results.KeyedSplit) string {
 // writeSplitErrors writes the first error of each contender of c that had
 // one.
 func writeSplitErrors(w io.Writer, c results.KeyedSplit) {
-	code := func(e string) string { return "`" + strings.ReplaceAll(results.ScrubPaths(e), "`", "'") + "`" }
-	var errs []string
+	var firsts []firstErrors
 	for _, r := range c.Results {
 		s := c.Summarize(r)
-		if s.FirstError != "" {
-			line := fmt.Sprintf("- %s: %s", r.Contender, code(s.FirstError))
-			if s.FirstOther != "" && s.FirstOther != s.FirstError {
-				line += "; the first of another kind: " + code(s.FirstOther)
+		firsts = append(firsts, firstErrors{r.Contender, s.FirstError, s.FirstOther})
+	}
+	writeFirstErrors(w, firsts)
+}
+
+// firstErrors are a contender's first error and its first of another kind.
+type firstErrors struct{ contender, first, other string }
+
+// writeFirstErrors writes the first error of each contender that had one,
+// and its first of another kind.
+func writeFirstErrors(w io.Writer, firsts []firstErrors) {
+	code := func(e string) string { return "`" + strings.ReplaceAll(results.ScrubPaths(e), "`", "'") + "`" }
+	var errs []string
+	for _, f := range firsts {
+		if f.first != "" {
+			line := fmt.Sprintf("- %s: %s", f.contender, code(f.first))
+			if f.other != "" && f.other != f.first {
+				line += "; the first of another kind: " + code(f.other)
 			}
 			errs = append(errs, line)
 		}
