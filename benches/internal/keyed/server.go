@@ -147,12 +147,18 @@ func (s *server) settle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return settleOn(ctx, admin, countQuery)
+}
+
+// settleOn waits, at most 30 s, until query, a count of connections run on
+// admin, says none is left; it closes admin.
+func settleOn(ctx context.Context, admin *pgx.Conn, query string, args ...any) error {
 	defer admin.Close(context.Background())
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return localsrv.WaitFor(ctx, func(ctx context.Context) error {
 		var n int
-		if err := admin.QueryRow(ctx, countQuery).Scan(&n); err != nil {
+		if err := admin.QueryRow(ctx, query, args...).Scan(&n); err != nil {
 			return err
 		}
 		if n > 0 {

@@ -11,8 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/poolkit/poolkit/benches/internal/localsrv"
 )
 
 // target is the server the split cases run on and their tenant databases:
@@ -170,19 +168,7 @@ func (t *target) settle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer admin.Close(context.Background())
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return localsrv.WaitFor(ctx, func(ctx context.Context) error {
-		var n int
-		if err := admin.QueryRow(ctx, t.settleQuery, t.settleArgs...).Scan(&n); err != nil {
-			return err
-		}
-		if n > 0 {
-			return fmt.Errorf("%d client connections left", n)
-		}
-		return nil
-	})
+	return settleOn(ctx, admin, t.settleQuery, t.settleArgs...)
 }
 
 // connectCost is the median time of connectSamples connects to the
